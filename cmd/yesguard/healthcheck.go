@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/yesguard/yesguard/server"
+)
+
+// runHealthcheck asks the gRPC health service whether yesguard serves, for
+// a scratch image's HEALTHCHECK, which has no shell or grpcurl. By default
+// it checks the process (""); --service yesguard.v1.Guard also needs the
+// transcript feed to be connected.
+func runHealthcheck(ctx context.Context, args []string, e *env) int {
+	fs := newFlagSet("healthcheck", e)
+	addr := fs.String("grpc-addr", server.DefaultGRPCAddr, "`host:port` of yesguard's gRPC server; an unspecified host means this host")
+	service := fs.String("service", "", `health service to check: "" (the process) or `+server.GuardService+" (the guard and its transcript feed)")
+	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
+	bindEnv(fs, "grpc-addr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "yesguard healthcheck: unexpected arguments %q\n", fs.Args())
+		return exitUsage
+	}
+	// Same variable as serve's, so one container environment serves both.
+	if err := applyEnv(fs, e.lookupEnv, "grpc-addr"); err != nil {
+		fmt.Fprintf(e.stderr, "yesguard healthcheck: %v\n", err)
+		return exitUsage
+	}
+
+	target := dialTarget(*addr)
+	cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "yesguard healthcheck: %s: %v\n", target, err)
+		return exitUsage
+	}
+	defer cc.Close()
+
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	resp, err := healthgrpc.NewHealthClient(cc).Check(ctx, &healthgrpc.HealthCheckRequest{Service: *service})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "yesguard healthcheck: %s: %v\n", target, err)
+		return exitError
+	}
+	fmt.Fprintln(e.stdout, resp.GetStatus())
+	if resp.GetStatus() != healthgrpc.HealthCheckResponse_SERVING {
+		return exitError
+	}
+	return exitOK
+}
+
+// dialTarget turns a listen address into one to dial: an empty or
+// unspecified host (":50051", "0.0.0.0:50051") becomes the loopback.
+func dialTarget(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/yesguard/yesguard/server"
+)
+
+// serveFlags are the flags of serve, each also read from its environment
+// variable.
+var serveFlags = []string{
+	"grpc-addr", "nats-url", "nats-listen", "http-addr", "policy", "locales-dir",
+	"subject-prefix", "decision-log", "log-level", "shutdown-timeout",
+}
+
+// parseServeFlags maps serve's flags, then the environment, onto a
+// server.Config, and validates it. It returns flag.ErrHelp for -h.
+func parseServeFlags(args []string, lookupEnv func(string) (string, bool), output io.Writer) (server.Config, error) {
+	cfg := server.DefaultConfig()
+	fs := flag.NewFlagSet("yesguard serve", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: yesguard [serve] [flags]\n\nRuns the guard. Flags:\n")
+		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "\nSIGHUP reloads the policy and the locales. Run 'yesguard help' for the other commands.\n")
+	}
+	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "`host:port` of the gRPC Guard, health and reflection services")
+	fs.StringVar(&cfg.NATSURL, "nats-url", cfg.NATSURL, "NATS server `URL`s (comma-separated) carrying the transcripts; empty starts an embedded server")
+	fs.StringVar(&cfg.NATSListen, "nats-listen", cfg.NATSListen, "`host:port` of the embedded NATS server's clients (port 0: any free one)")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "`host:port` of /metrics, /healthz and /readyz; empty disables")
+	fs.StringVar(&cfg.PolicyPath, "policy", cfg.PolicyPath, "policy YAML `file`; empty: every tool needs a confirmation")
+	fs.StringVar(&cfg.LocalesDir, "locales-dir", cfg.LocalesDir, "`dir`ectory of <lang>.yaml locales loaded over the built-in ones")
+	fs.StringVar(&cfg.SubjectPrefix, "subject-prefix", cfg.SubjectPrefix, "transcripts arrive on <`prefix`>.<call_id>")
+	fs.StringVar(&cfg.DecisionLog, "decision-log", cfg.DecisionLog, "decision log: stdout, stderr or a `file` appended to")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "operational log `level`: debug, info, warn, error")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "bound on a graceful stop")
+	bindEnv(fs, serveFlags...)
+
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := applyEnv(fs, lookupEnv, serveFlags...); err != nil {
+		return cfg, err
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("invalid config:\n%w", err)
+	}
+	return cfg, nil
+}
+
+func runServe(ctx context.Context, args []string, e *env) int {
+	cfg, err := parseServeFlags(args, e.lookupEnv, e.stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "yesguard serve: %v\n", err)
+		return exitUsage
+	}
+
+	log, err := server.NewLogger(cfg.LogLevel, zapcore.Lock(zapcore.AddSync(e.stderr)), isTerminal(e.stderr))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "yesguard serve: log_level: %v\n", err)
+		return exitUsage
+	}
+	defer func() { _ = log.Sync() }()
+
+	srv, err := server.New(cfg, server.WithLogger(log))
+	if err != nil {
+		// Plain text: the error lists every problem, one per line.
+		fmt.Fprintf(e.stderr, "yesguard serve: %v\n", err)
+		return exitUsage
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	if err := srv.Start(ctx); err != nil {
+		log.Error("start failed", zap.Error(err))
+		return exitError
+	}
+	bi := server.ReadBuildInfo()
+	log.Info("yesguard listening",
+		zap.String("grpc", srv.GRPCAddr()),
+		zap.String("nats", redactURLs(srv.NATSURL())),
+		zap.String("subjects", cfg.SubjectPrefix+".<call_id>"),
+		zap.String("http", srv.HTTPAddr()),
+		zap.String("decision_log", cfg.DecisionLog),
+		zap.String("version", bi.Version),
+		zap.String("revision", bi.Revision))
+
+	code := exitOK
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down")
+			break loop
+		case <-hup:
+			// Reload logs its success; a failure keeps the old rules.
+			if err := srv.Reload(); err != nil {
+				log.Error("reload failed; the old policy and locales stay", zap.Error(err))
+			}
+		case err := <-srv.Err():
+			log.Error("server failed; shutting down", zap.Error(err))
+			code = exitError
+			break loop
+		}
+	}
+	stop() // a second SIGINT or SIGTERM now ends the process at once
+
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Stop(stopCtx); err != nil {
+		log.Error("shutdown incomplete", zap.Error(err))
+		return exitError
+	}
+	log.Info("stopped")
+	return code
+}
+
+// redactURLs hides the passwords of comma-separated URLs, for logs.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// isTerminal reports whether w is a terminal, where people read the log.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

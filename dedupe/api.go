@@ -1,0 +1,496 @@
+// Package dedupe keeps the reservations that stop one yes, or one retried
+// call, from running an action twice.
+//
+// Rules that hold:
+//   - An ALLOW reserves its action key (call, tool, canonical arguments) for
+//     the duplicate window, measured from the ALLOW. Of any number of
+//     concurrent Allow calls for one key, exactly one succeeds.
+//   - The caller turn that allowed a tool cannot allow that tool again, with
+//     any arguments, for as long as the evidence is remembered (EvidenceTTL).
+//   - A record tool's item is remembered for the quantity window.
+//   - A failed completion releases all three, so a retry is judged afresh:
+//     failures are never replayed.
+//   - Everything expires; Sweep bounds memory.
+package dedupe
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/yesguard/yesguard/metrics"
+)
+
+// ErrUnknownDecision is returned by Complete for a decision id that holds no
+// reservation (never allowed, already failed, or expired).
+var ErrUnknownDecision = errors.New("no reservation for that decision id")
+
+// ErrAlreadyCompleted is returned by Complete for a decision whose
+// reservation was already completed successfully. The first result stands.
+var ErrAlreadyCompleted = errors.New("reservation already completed")
+
+// MaxRunning bounds how long an action that was allowed but never completed
+// keeps its key reserved past its window: a lost Complete cannot hold a key
+// for longer than this from the ALLOW.
+const MaxRunning = 10 * time.Minute
+
+// Key names one action.
+type Key struct {
+	CallID   string
+	Tool     string
+	ArgsHash string
+}
+
+// Request is what an ALLOW would reserve.
+type Request struct {
+	Key        Key
+	DecisionID string
+	Now        time.Time
+	// Window is the duplicate window for Key.
+	Window time.Duration
+	// TurnID names the caller turn used as evidence; 0 means none (e.g.
+	// NOT_REQUIRED), and then no evidence is recorded.
+	TurnID uint64
+	// EvidenceTTL is how long the turn's use is remembered.
+	EvidenceTTL time.Duration
+	// Item names the recorded item for a record tool ("" when not one).
+	Item string
+	// ItemWindow is the quantity window.
+	ItemWindow time.Duration
+	// ExplicitQuantity lets a repeat of Item through.
+	ExplicitQuantity bool
+}
+
+// Verdict is the result of Allow or Lookup.
+type Verdict int
+
+// Verdicts.
+const (
+	OK Verdict = iota
+	Duplicate
+	EvidenceUsed
+	QuantityRepeat
+)
+
+// String names the verdict.
+func (v Verdict) String() string {
+	switch v {
+	case OK:
+		return "ok"
+	case Duplicate:
+		return "duplicate"
+	case EvidenceUsed:
+		return "evidence_used"
+	case QuantityRepeat:
+		return "quantity_repeat"
+	}
+	return "unknown"
+}
+
+// Reservation is one allowed action.
+type Reservation struct {
+	decisionID string
+	key        Key
+	reserved   time.Time
+	window     time.Duration
+	turnID     uint64
+	item       string
+
+	// done is closed once, by Complete, after result and failed are set;
+	// the close publishes them to readers that saw it closed.
+	done   chan struct{}
+	result *structpb.Struct
+	failed bool
+
+	// completed is guarded by the lock of the call's shard.
+	completed bool
+}
+
+// DecisionID is the ALLOW that made the reservation.
+func (r *Reservation) DecisionID() string { return r.decisionID }
+
+// Wait blocks until the reservation's action completes or ctx ends. done is
+// false when ctx ended first; failed tells a failed completion.
+//
+// The result is shared by every waiter and must not be modified.
+func (r *Reservation) Wait(ctx context.Context) (result *structpb.Struct, failed, done bool) {
+	select {
+	case <-r.done:
+		return r.result, r.failed, true
+	case <-ctx.Done():
+		// A completion that raced the context still counts.
+		return r.Result()
+	}
+}
+
+// Result returns the completion without waiting.
+//
+// The result is shared by every waiter and must not be modified.
+func (r *Reservation) Result() (result *structpb.Struct, failed, done bool) {
+	select {
+	case <-r.done:
+		return r.result, r.failed, true
+	default:
+		return nil, false, false
+	}
+}
+
+// live reports whether r still reserves its key at now: within its window,
+// or, while not completed, within MaxRunning of the ALLOW.
+func (r *Reservation) live(now time.Time) bool {
+	if now.Before(r.reserved.Add(r.window)) {
+		return true
+	}
+	return !r.completed && now.Before(r.reserved.Add(MaxRunning))
+}
+
+type evidenceKey struct {
+	callID string
+	turnID uint64
+	tool   string
+}
+
+type itemKey struct {
+	callID string
+	tool   string
+	item   string
+}
+
+// use is one remembered evidence use or item record.
+type use struct {
+	res   *Reservation
+	until time.Time
+}
+
+// shardCount must be a power of two.
+const shardCount = 64
+
+// callShard holds everything about the calls that hash to it, so that the
+// three checks of one call and their updates happen under one lock.
+type callShard struct {
+	mu       sync.Mutex
+	keys     map[Key]*Reservation
+	evidence map[evidenceKey]use
+	// items holds, per item, the records of every ALLOW still remembered,
+	// oldest first; more than one only when ExplicitQuantity let a repeat
+	// through, so that a failed repeat releases its own record alone.
+	items map[itemKey][]use
+	// held is every reservation of this shard that Complete can still
+	// reach; it is the authority on whether a decision id is known.
+	held map[*Reservation]struct{}
+
+	_ [cacheLine]byte // keep neighbouring shards' locks apart
+}
+
+// indexShard maps decision ids to reservations, for Complete.
+type indexShard struct {
+	mu  sync.Mutex
+	ids map[string]*Reservation
+
+	_ [cacheLine]byte
+}
+
+const cacheLine = 64
+
+// Book holds every reservation. It is safe for concurrent use.
+//
+// Lock order: a call shard's lock may be held while taking an index shard's
+// lock, never the reverse.
+type Book struct {
+	seed  maphash.Seed
+	calls [shardCount]callShard
+	index [shardCount]indexShard
+
+	m *metrics.Metrics
+	// Pre-resolved children of m.DedupeHits; nil when m is nil.
+	hitDuplicate, hitEvidence, hitQuantity counter
+}
+
+type counter interface{ Inc() }
+
+// New returns an empty book. m may be nil.
+func New(m *metrics.Metrics) *Book {
+	b := &Book{seed: maphash.MakeSeed(), m: m}
+	for i := range b.calls {
+		s := &b.calls[i]
+		s.keys = make(map[Key]*Reservation)
+		s.evidence = make(map[evidenceKey]use)
+		s.items = make(map[itemKey][]use)
+		s.held = make(map[*Reservation]struct{})
+	}
+	for i := range b.index {
+		b.index[i].ids = make(map[string]*Reservation)
+	}
+	if m != nil {
+		b.hitDuplicate = m.DedupeHits.WithLabelValues("duplicate")
+		b.hitEvidence = m.DedupeHits.WithLabelValues("evidence")
+		b.hitQuantity = m.DedupeHits.WithLabelValues("quantity")
+	}
+	return b
+}
+
+func (b *Book) callShard(callID string) *callShard {
+	return &b.calls[maphash.String(b.seed, callID)&(shardCount-1)]
+}
+
+func (b *Book) indexShard(decisionID string) *indexShard {
+	return &b.index[maphash.String(b.seed, decisionID)&(shardCount-1)]
+}
+
+// Lookup tells, without reserving, what Allow would answer for req now. It
+// lets a Check skip the wait for the transcript when the answer is already
+// known. For Duplicate, EvidenceUsed and QuantityRepeat it returns the
+// reservation of the original decision.
+func (b *Book) Lookup(req Request) (Verdict, *Reservation) {
+	s := b.callShard(req.Key.CallID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.check(&req)
+}
+
+// Allow reserves req atomically: OK and a new reservation, or the verdict
+// that forbids it and the original's reservation.
+func (b *Book) Allow(req Request) (Verdict, *Reservation) {
+	s := b.callShard(req.Key.CallID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	if v, orig := s.check(&req); v != OK {
+		b.countHit(v)
+		return v, orig
+	}
+
+	r := &Reservation{
+		decisionID: req.DecisionID,
+		key:        req.Key,
+		reserved:   req.Now,
+		window:     req.Window,
+		turnID:     req.TurnID,
+		item:       req.Item,
+		done:       make(chan struct{}),
+	}
+	s.keys[req.Key] = r
+	if req.TurnID != 0 && req.EvidenceTTL > 0 {
+		ek := evidenceKey{req.Key.CallID, req.TurnID, req.Key.Tool}
+		s.evidence[ek] = use{res: r, until: req.Now.Add(req.EvidenceTTL)}
+	}
+	if req.Item != "" && req.ItemWindow > 0 {
+		ik := itemKey{req.Key.CallID, req.Key.Tool, req.Item}
+		uses := pruneUses(s.items[ik], req.Now, nil)
+		s.items[ik] = append(uses, use{res: r, until: req.Now.Add(req.ItemWindow)})
+	}
+	s.held[r] = struct{}{}
+	b.gaugeAdd(1)
+
+	is := b.indexShard(req.DecisionID)
+	is.mu.Lock()
+	// Decision ids are unique in practice; a reused one routes Complete to
+	// the newest reservation, and the older one expires by Sweep.
+	is.ids[req.DecisionID] = r
+	is.mu.Unlock()
+
+	return OK, r
+}
+
+// check runs the three checks of Allow, in order, without changing anything.
+// The shard's lock must be held.
+func (s *callShard) check(req *Request) (Verdict, *Reservation) {
+	now := req.Now
+	if r, ok := s.keys[req.Key]; ok && r.live(now) {
+		return Duplicate, r
+	}
+	if req.TurnID != 0 {
+		ek := evidenceKey{req.Key.CallID, req.TurnID, req.Key.Tool}
+		if u, ok := s.evidence[ek]; ok && now.Before(u.until) {
+			return EvidenceUsed, u.res
+		}
+	}
+	if req.Item != "" && !req.ExplicitQuantity {
+		uses := s.items[itemKey{req.Key.CallID, req.Key.Tool, req.Item}]
+		for i := len(uses) - 1; i >= 0; i-- {
+			if now.Before(uses[i].until) {
+				return QuantityRepeat, uses[i].res
+			}
+		}
+	}
+	return OK, nil
+}
+
+func (b *Book) countHit(v Verdict) {
+	if b.m == nil {
+		return
+	}
+	switch v {
+	case Duplicate:
+		b.hitDuplicate.Inc()
+	case EvidenceUsed:
+		b.hitEvidence.Inc()
+	case QuantityRepeat:
+		b.hitQuantity.Inc()
+	}
+}
+
+func (b *Book) gaugeAdd(n int) {
+	if b.m != nil && n != 0 {
+		b.m.Reservations.Add(float64(n))
+	}
+}
+
+// Complete records the result of an allowed action. failed releases the
+// reservation, the evidence use and the item record.
+//
+// It returns ErrUnknownDecision when decisionID holds no reservation (never
+// allowed, already failed, or swept) and ErrAlreadyCompleted when it was
+// already completed successfully.
+func (b *Book) Complete(decisionID string, result *structpb.Struct, failed bool) error {
+	is := b.indexShard(decisionID)
+	is.mu.Lock()
+	r := is.ids[decisionID]
+	is.mu.Unlock()
+	if r == nil {
+		return ErrUnknownDecision
+	}
+
+	s := b.callShard(r.key.CallID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.held[r]; !ok {
+		// Failed or swept between the index read and now.
+		return ErrUnknownDecision
+	}
+	if r.completed {
+		return ErrAlreadyCompleted
+	}
+	r.completed = true
+	if failed {
+		r.failed = true
+	} else {
+		r.result = result
+	}
+	close(r.done)
+
+	if failed {
+		s.release(r)
+		b.drop(s, r)
+	}
+	return nil
+}
+
+// release removes what r reserved and recorded, where r's entry is still
+// the one held. The shard's lock must be held.
+func (s *callShard) release(r *Reservation) {
+	if s.keys[r.key] == r {
+		delete(s.keys, r.key)
+	}
+	if r.turnID != 0 {
+		ek := evidenceKey{r.key.CallID, r.turnID, r.key.Tool}
+		if u, ok := s.evidence[ek]; ok && u.res == r {
+			delete(s.evidence, ek)
+		}
+	}
+	if r.item != "" {
+		ik := itemKey{r.key.CallID, r.key.Tool, r.item}
+		if uses, ok := s.items[ik]; ok {
+			kept := uses[:0]
+			for _, u := range uses {
+				if u.res != r {
+					kept = append(kept, u)
+				}
+			}
+			setUses(s.items, ik, uses, kept)
+		}
+	}
+}
+
+// drop forgets r: it leaves the shard's held set and the decision index.
+// The call shard's lock must be held.
+func (b *Book) drop(s *callShard, r *Reservation) {
+	delete(s.held, r)
+	b.gaugeAdd(-1)
+	is := b.indexShard(r.decisionID)
+	is.mu.Lock()
+	if is.ids[r.decisionID] == r {
+		delete(is.ids, r.decisionID)
+	}
+	is.mu.Unlock()
+}
+
+// pruneUses drops, in place, the uses that have expired at now, counting
+// them into *n when n is not nil.
+func pruneUses(uses []use, now time.Time, n *int) []use {
+	kept := uses[:0]
+	for _, u := range uses {
+		if now.Before(u.until) {
+			kept = append(kept, u)
+		} else if n != nil {
+			*n++
+		}
+	}
+	// Clear the tail so dropped reservations can be collected.
+	clear(uses[len(kept):])
+	return kept
+}
+
+// setUses stores kept (a prefix-filtered view of old) under k, deleting k
+// when nothing is left.
+func setUses(m map[itemKey][]use, k itemKey, old, kept []use) {
+	clear(old[len(kept):])
+	if len(kept) == 0 {
+		delete(m, k)
+		return
+	}
+	m[k] = kept
+}
+
+// Sweep drops what has expired at now and returns how many entries it
+// dropped: reservations whose window has passed and that are completed (or
+// older than MaxRunning), evidence uses older than their TTL, and item
+// records older than their window. A dropped reservation is no longer known
+// to Complete.
+func (b *Book) Sweep(now time.Time) int {
+	n := 0
+	for i := range b.calls {
+		s := &b.calls[i]
+		s.mu.Lock()
+		for r := range s.held {
+			if r.live(now) {
+				continue
+			}
+			if s.keys[r.key] == r {
+				delete(s.keys, r.key)
+			}
+			b.drop(s, r)
+			n++
+		}
+		for k, u := range s.evidence {
+			if !now.Before(u.until) {
+				delete(s.evidence, k)
+				n++
+			}
+		}
+		for k, uses := range s.items {
+			setUses(s.items, k, uses, pruneUses(uses, now, &n))
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// RunSweeper calls Sweep(time.Now()) every interval until ctx is done. It
+// blocks; run it in its own goroutine. every must be positive.
+func (b *Book) RunSweeper(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			b.Sweep(time.Now())
+		}
+	}
+}

@@ -1,0 +1,371 @@
+package guard
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/yesguard/yesguard/patterns"
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/transcript"
+)
+
+// recentTurns is how many of the last turns the evidence shows.
+const recentTurns = 6
+
+// waitTurn waits, woken by the call's transcript changes, until the
+// caller's current turn is in (see ready), the policy's wait ends, or the
+// caller's deadline is near. It returns the snapshot to judge.
+func (c *check) waitTurn(ctx context.Context) transcript.Snapshot {
+	store := c.g.cfg.Store
+	t0 := c.g.now()
+	limit := c.rs.policy.Defaults.Wait.D()
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl) - deadlineMargin; left < limit {
+			limit = max(left, 0)
+		}
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		c.waited = c.g.now().Sub(t0)
+		if m := c.g.cfg.Metrics; m != nil {
+			m.TranscriptWait.Observe(c.waited.Seconds())
+		}
+	}()
+	for {
+		snap, changed := store.Snapshot(c.req.GetCallId())
+		if ready(snap, c.req) {
+			return snap
+		}
+		if timer == nil {
+			timer = time.NewTimer(limit)
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			snap, _ = store.Snapshot(c.req.GetCallId())
+			return snap
+		case <-ctx.Done():
+			snap, _ = store.Snapshot(c.req.GetCallId())
+			return snap
+		}
+	}
+}
+
+// ready reports whether the caller's current turn is complete: the last
+// turn is the caller's (the agent has not spoken since, leaving out speech
+// of the request's own response), it reaches responding_to_ms when given,
+// and no caller speech is in flight. An ended call is ready as it is.
+func ready(snap transcript.Snapshot, req *yesguardv1.CheckRequest) bool {
+	if !snap.Exists {
+		return false
+	}
+	if snap.Ended {
+		return true
+	}
+	if snap.CallerInFlight {
+		return false
+	}
+	turns := snap.Turns(req.GetResponseId())
+	if len(turns) == 0 {
+		return false
+	}
+	last := turns[len(turns)-1]
+	if last.Speaker != transcript.Caller {
+		return false
+	}
+	if to := req.GetRespondingToMs(); to > 0 && last.HasTimes && last.EndMS < to {
+		return false
+	}
+	return true
+}
+
+// judgement is the rules' verdict on one snapshot.
+type judgement struct {
+	outcome  yesguardv1.Outcome
+	reason   yesguardv1.Reason
+	evidence *yesguardv1.Evidence
+	// turnID names the caller turn an ALLOW rests on (0: none).
+	turnID uint64
+	// answerTurnID names the caller's latest turn, whatever the verdict.
+	answerTurnID uint64
+	// statesQuantity: the caller's latest turn states a quantity.
+	statesQuantity bool
+}
+
+// judge applies the rules to the caller's current turn.
+func (c *check) judge(snap transcript.Snapshot) (j judgement) {
+	j.outcome = yesguardv1.Outcome_OUTCOME_REFUSE
+	ev := &yesguardv1.Evidence{}
+	j.evidence = ev
+	refuse := func(r yesguardv1.Reason, detail string) judgement {
+		j.reason = r
+		if ev.Detail == "" {
+			ev.Detail = detail
+		}
+		return j
+	}
+	if !snap.Exists {
+		return refuse(yesguardv1.Reason_REASON_UNKNOWN_CALL, "no transcript event has arrived for call "+c.req.GetCallId())
+	}
+	turns := snap.Turns(c.req.GetResponseId())
+	for _, t := range turns[max(0, len(turns)-recentTurns):] {
+		ev.RecentTurns = append(ev.RecentTurns, turnProto(t))
+	}
+	pol := c.rs.policy.Defaults
+	ev.Lang = pol.DefaultLang
+	if snap.Lang != "" {
+		ev.Lang = snap.Lang
+	}
+	if snap.CallerInFlight {
+		return refuse(yesguardv1.Reason_REASON_CALLER_SPEAKING, "the caller started speaking and no final transcript arrived within the wait")
+	}
+	lastCaller := -1
+	for i := len(turns) - 1; i >= 0; i-- {
+		if turns[i].Speaker == transcript.Caller {
+			lastCaller = i
+			break
+		}
+	}
+	if lastCaller < 0 {
+		return refuse(yesguardv1.Reason_REASON_NO_ANSWER, "the caller has said nothing")
+	}
+	answer := turns[lastCaller]
+	j.answerTurnID = answer.ID
+	ev.Answer = turnProto(answer)
+	var qTurn *transcript.Turn
+	if lastCaller > 0 {
+		qTurn = &turns[lastCaller-1]
+		ev.Question = turnProto(*qTurn)
+	}
+	if lastCaller != len(turns)-1 {
+		agent := turns[len(turns)-1]
+		return refuse(yesguardv1.Reason_REASON_AGENT_SPOKE_AFTER,
+			fmt.Sprintf("the agent said %q after the caller's last words", clip(agent.Text, 120)))
+	}
+	if to := c.req.GetRespondingToMs(); to > 0 && answer.HasTimes && answer.EndMS < to {
+		return refuse(yesguardv1.Reason_REASON_NO_ANSWER,
+			fmt.Sprintf("the caller turn the model answers (ending at %d ms) has not arrived; the latest ends at %d ms", to, answer.EndMS))
+	}
+	if age := c.g.now().Sub(answer.ReceivedAt); age > pol.MaxAnswerAge.D() {
+		return refuse(yesguardv1.Reason_REASON_STALE,
+			fmt.Sprintf("the caller's answer is %s old; at most %s counts", age.Round(time.Second), pol.MaxAnswerAge.D()))
+	}
+
+	lang := answer.Lang
+	if lang == "" {
+		lang = ev.Lang
+	}
+	ev.Lang = lang
+	loc := c.rs.locales.Get(lang)
+	if loc == nil {
+		return refuse(yesguardv1.Reason_REASON_UNSUPPORTED_LANGUAGE, lang)
+	}
+	action := c.rs.action(c.tool, loc)
+	answerText := loc.Parse(answer.Text)
+	j.statesQuantity = loc.StatesQuantity(answerText)
+
+	var qText patterns.Text
+	var q patterns.Question
+	asked := false
+	if qTurn != nil {
+		qText = loc.Parse(qTurn.Text)
+		q, asked = loc.LastQuestion(qText)
+	}
+	var echo map[string]bool
+	if asked {
+		echo = patterns.TokenSet(patterns.Text{Sentences: []patterns.Sentence{q.Sentence}})
+		ev.QuestionSentence = q.Sentence.Raw
+		ev.Matches = append(ev.Matches, matchesProto(q.Matches)...)
+	}
+	ans := loc.JudgeAnswer(answerText, action, echo)
+	ev.Matches = append(ev.Matches, matchesProto(ans.Matches)...)
+	if ans.Negated {
+		return refuse(yesguardv1.Reason_REASON_NEGATED, ans.Detail)
+	}
+	if !asked {
+		// Rule 6: with no question, only the caller's own explicit
+		// instruction naming this action counts.
+		if !ans.NotPlain && ans.Verb {
+			var said patterns.Text
+			said.Sentences = append(said.Sentences, answerText.Sentences...)
+			said.Sentences = append(said.Sentences, qText.Sentences...)
+			if detail, ok := c.bindStated(loc, said); !ok {
+				return refuse(yesguardv1.Reason_REASON_ARGUMENT_MISMATCH, detail)
+			}
+			j.outcome, j.reason, j.turnID = yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_EXPLICIT_INSTRUCTION, answer.ID
+			ev.Detail = "the caller asked for this action by name: " + strconvQuote(answer.Text)
+			return j
+		}
+		if qTurn == nil {
+			return refuse(yesguardv1.Reason_REASON_NO_QUESTION, "the caller spoke before the agent asked anything")
+		}
+		return refuse(yesguardv1.Reason_REASON_NO_QUESTION, fmt.Sprintf("the agent's turn %q asks nothing", clip(qTurn.Text, 160)))
+	}
+	if ans.NotPlain || (!ans.Affirmative && !ans.Verb) {
+		return refuse(yesguardv1.Reason_REASON_NOT_PLAIN, ans.Detail)
+	}
+	ok, refMatches, detail := c.aboutAction(loc, qText, q, action)
+	ev.Matches = append(ev.Matches, matchesProto(refMatches)...)
+	if !ok {
+		return refuse(yesguardv1.Reason_REASON_ACTION_MISMATCH, detail)
+	}
+	if detail, ok := c.bindStated(loc, qText); !ok {
+		return refuse(yesguardv1.Reason_REASON_ARGUMENT_MISMATCH, detail)
+	}
+	j.outcome, j.reason, j.turnID = yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_CONFIRMED, answer.ID
+	ev.Detail = fmt.Sprintf("plain yes %q to %q", answer.Text, q.Sentence.Raw)
+	return j
+}
+
+// aboutAction applies rule 5: the question names this action by a verb, by
+// an object a proceed or confirm phrase governs, or by a generic proceed
+// phrase; a question that only points back takes the rest of its turn.
+func (c *check) aboutAction(loc *patterns.Locale, qText patterns.Text, q patterns.Question, action *patterns.Action) (bool, []patterns.Match, string) {
+	others := c.rs.others(c.tool, loc)
+	ref := loc.Refers(q.Sentence, action, others)
+	matches := ref.Matches
+	switch ref.Kind {
+	case patterns.RefVerb, patterns.RefObject:
+		return true, matches, ""
+	case patterns.RefOther:
+		return false, matches, fmt.Sprintf("the question %q is about something else", q.Sentence.Raw)
+	case patterns.RefNone:
+		return false, matches, fmt.Sprintf("the question %q does not name this action", q.Sentence.Raw)
+	}
+	// RefProceed and RefBack: the rest of the turn says what they mean.
+	ours, other := false, false
+	for i, s := range qText.Sentences {
+		if i == q.Index {
+			continue
+		}
+		r := loc.Refers(s, action, others)
+		switch r.Kind {
+		case patterns.RefVerb, patterns.RefObject:
+			ours = true
+			matches = append(matches, r.Matches...)
+		case patterns.RefOther:
+			other = true
+			matches = append(matches, r.Matches...)
+		}
+	}
+	switch {
+	case ours:
+		return true, matches, ""
+	case other:
+		return false, matches, "the turn around the question is about another action"
+	case ref.Kind == patterns.RefProceed:
+		return true, matches, ""
+	case loc.NamesObject(qText, action):
+		return true, matches, ""
+	}
+	return false, matches, fmt.Sprintf("the question %q points back to nothing that names this action", q.Sentence.Raw)
+}
+
+// bindStated checks that each bound argument's value is stated in t:
+// numbers as numbers ("$120.50" and "120.50 dollars" state 120.5), other
+// values as their words.
+func (c *check) bindStated(loc *patterns.Locale, t patterns.Text) (string, bool) {
+	var nums []float64
+	numsRead := false
+	for _, name := range c.tool.entry.Bind {
+		v, ok := c.args[name]
+		if !ok {
+			return fmt.Sprintf("%s (the call has no such argument)", name), false
+		}
+		want, isNum := numericValue(loc, v)
+		if isNum {
+			if !numsRead {
+				nums, numsRead = loc.Numbers(t), true
+			}
+			found := false
+			for _, n := range nums {
+				if math.Abs(n-want) < 0.005 {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return fmt.Sprintf("%s = %s", name, strconv.FormatFloat(want, 'f', -1, 64)), false
+			}
+			continue
+		}
+		s, isStr := v.GetKind().(*structpb.Value_StringValue)
+		if !isStr || !loc.ContainsValue(t, s.StringValue) {
+			return fmt.Sprintf("%s = %s", name, clip(valueString(v), 80)), false
+		}
+	}
+	return "", true
+}
+
+func numericValue(loc *patterns.Locale, v *structpb.Value) (float64, bool) {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NumberValue:
+		return k.NumberValue, true
+	case *structpb.Value_StringValue:
+		s := strings.TrimSpace(strings.Trim(strings.TrimSpace(k.StringValue), "$€£¥"))
+		if s == "" || strings.ContainsFunc(s, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '.' || r == ',') }) {
+			return 0, false
+		}
+		return loc.ParseNumber(s)
+	}
+	return 0, false
+}
+
+func valueString(v *structpb.Value) string {
+	b, err := canonicalValue(v)
+	if err != nil {
+		return "?"
+	}
+	return string(b)
+}
+
+func turnProto(t transcript.Turn) *yesguardv1.Turn {
+	p := &yesguardv1.Turn{
+		Speaker:     string(t.Speaker),
+		Text:        t.Text,
+		FirstSeq:    t.FirstSeq,
+		LastSeq:     t.LastSeq,
+		Lang:        t.Lang,
+		ResponseId:  t.ResponseID,
+		Interrupted: t.Interrupted,
+	}
+	if t.HasTimes {
+		p.StartMs, p.EndMs = t.StartMS, t.EndMS
+	}
+	if !t.ReceivedAt.IsZero() {
+		p.ReceivedAt = timestamppb.New(t.ReceivedAt)
+	}
+	return p
+}
+
+func matchesProto(ms []patterns.Match) []*yesguardv1.Match {
+	out := make([]*yesguardv1.Match, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, &yesguardv1.Match{Rule: m.Rule, Pattern: m.Pattern, Text: m.Text})
+	}
+	return out
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func strconvQuote(s string) string { return strconv.Quote(clip(s, 160)) }

@@ -1,0 +1,277 @@
+package guard
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Policy says which tools need a confirmation and how to recognise a
+// question about each. It is read from YAML (see policy.example.yaml).
+type Policy struct {
+	// Defaults apply to every tool.
+	Defaults Defaults `yaml:"defaults"`
+	// Tools by the name the model calls them. A tool not listed still needs
+	// confirmation, with its verb and objects taken from its name.
+	Tools map[string]*Tool `yaml:"tools"`
+
+	// version identifies the policy's bytes; set by ParsePolicy.
+	version string
+}
+
+// Defaults are the policy-wide settings.
+type Defaults struct {
+	// Wait is how long a Check waits for the caller's current turn.
+	Wait Duration `yaml:"wait"`
+	// DuplicateWindow: the same action (call, tool, arguments) allowed
+	// again within it is a DUPLICATE.
+	DuplicateWindow Duration `yaml:"duplicate_window"`
+	// QuantityWindow: the same item recorded again within it is IGNORED
+	// unless the caller states a quantity.
+	QuantityWindow Duration `yaml:"quantity_window"`
+	// MaxAnswerAge: a yes older than this is STALE.
+	MaxAnswerAge Duration `yaml:"max_answer_age"`
+	// DefaultLang is the language of turns whose events carry none and
+	// whose call never named one.
+	DefaultLang string `yaml:"default_lang"`
+}
+
+// Tool is one tool's entry.
+type Tool struct {
+	// Confirm: the tool needs the caller's plain yes (default true).
+	Confirm *bool `yaml:"confirm"`
+	// Verbs per language: what the tool does ("submit", "send in").
+	Verbs map[string][]string `yaml:"verbs"`
+	// Objects per language: what it acts on ("appeal", "submission").
+	Objects map[string][]string `yaml:"objects"`
+	// Bind names arguments whose values the confirming question must state.
+	Bind []string `yaml:"bind"`
+	// Record marks a tool that records items (an order line).
+	Record *Record `yaml:"record"`
+}
+
+// Record names the arguments of a record tool.
+type Record struct {
+	// Item: the arguments that name the item (e.g. [sku]).
+	Item []string `yaml:"item"`
+	// Quantity: the argument holding an explicit quantity (e.g. qty).
+	Quantity string `yaml:"quantity"`
+}
+
+// NeedsConfirm reports whether the tool needs a confirmation.
+func (t *Tool) NeedsConfirm() bool { return t.Confirm == nil || *t.Confirm }
+
+// Duration is a time.Duration written as "900ms" or "15s" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: want a duration such as 900ms or 15s", n.Line)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// D returns the duration as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Default settings.
+const (
+	DefaultWait            = 900 * time.Millisecond
+	DefaultDuplicateWindow = 15 * time.Second
+	DefaultQuantityWindow  = 8 * time.Second
+	DefaultMaxAnswerAge    = 30 * time.Second
+	DefaultLang            = "en"
+)
+
+// SetDefaults fills every unset field.
+func (p *Policy) SetDefaults() {
+	d := &p.Defaults
+	if d.Wait == 0 {
+		d.Wait = Duration(DefaultWait)
+	}
+	if d.DuplicateWindow == 0 {
+		d.DuplicateWindow = Duration(DefaultDuplicateWindow)
+	}
+	if d.QuantityWindow == 0 {
+		d.QuantityWindow = Duration(DefaultQuantityWindow)
+	}
+	if d.MaxAnswerAge == 0 {
+		d.MaxAnswerAge = Duration(DefaultMaxAnswerAge)
+	}
+	if d.DefaultLang == "" {
+		d.DefaultLang = DefaultLang
+	}
+	if p.Tools == nil {
+		p.Tools = map[string]*Tool{}
+	}
+}
+
+var (
+	toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+	langRE     = regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)
+)
+
+// Validate reports every problem at once, each naming its field.
+func (p *Policy) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	d := p.Defaults
+	for _, f := range []struct {
+		name string
+		v    Duration
+		max  time.Duration
+	}{
+		{"defaults.wait", d.Wait, time.Minute},
+		{"defaults.duplicate_window", d.DuplicateWindow, 24 * time.Hour},
+		{"defaults.quantity_window", d.QuantityWindow, 24 * time.Hour},
+		{"defaults.max_answer_age", d.MaxAnswerAge, 24 * time.Hour},
+	} {
+		if f.v <= 0 || f.v.D() > f.max {
+			bad(f.name, "must be above 0 and at most %s, got %s", f.max, f.v.D())
+		}
+	}
+	if !langRE.MatchString(d.DefaultLang) {
+		bad("defaults.default_lang", "%q is not a BCP-47 language tag such as en or es-MX", d.DefaultLang)
+	}
+	for _, name := range sortedKeys(p.Tools) {
+		t := p.Tools[name]
+		field := "tools." + name
+		if !toolNameRE.MatchString(name) {
+			bad(field, "tool names are 1-128 characters of letters, digits and _ . : -")
+		}
+		if t == nil {
+			bad(field, "empty entry; write {} for a tool with default settings")
+			continue
+		}
+		for kind, m := range map[string]map[string][]string{"verbs": t.Verbs, "objects": t.Objects} {
+			for _, lang := range sortedKeys(m) {
+				if !langRE.MatchString(lang) {
+					bad(field+"."+kind+"."+lang, "not a language tag")
+				}
+				for i, w := range m[lang] {
+					if strings.TrimSpace(w) == "" {
+						bad(fmt.Sprintf("%s.%s.%s[%d]", field, kind, lang, i), "empty word")
+					}
+				}
+			}
+		}
+		for i, b := range t.Bind {
+			if strings.TrimSpace(b) == "" {
+				bad(fmt.Sprintf("%s.bind[%d]", field, i), "empty argument name")
+			}
+		}
+		if r := t.Record; r != nil {
+			if len(r.Item) == 0 {
+				bad(field+".record.item", "a record tool names at least one item argument")
+			}
+			for i, it := range r.Item {
+				if strings.TrimSpace(it) == "" {
+					bad(fmt.Sprintf("%s.record.item[%d]", field, i), "empty argument name")
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Version identifies the policy's bytes (empty for a policy built in code).
+func (p *Policy) Version() string { return p.version }
+
+// ParsePolicy reads a policy from YAML, rejecting unknown fields, then sets
+// defaults and validates it.
+func ParsePolicy(r io.Reader) (*Policy, error) {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read policy: %w", err)
+	}
+	p := &Policy{}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(p); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("parse policy: %w", err)
+	}
+	p.SetDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid policy: %w", err)
+	}
+	sum := sha256.Sum256(raw)
+	p.version = "sha256:" + hex.EncodeToString(sum[:6])
+	return p, nil
+}
+
+// LoadPolicy reads the policy file at path. An empty path gives the default
+// policy: every tool needs a confirmation, judged from its name.
+func LoadPolicy(path string) (*Policy, error) {
+	if path == "" {
+		return ParsePolicy(strings.NewReader(""))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load policy: %w", err)
+	}
+	defer f.Close()
+	p, err := ParsePolicy(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// nameWords splits a tool name into lower-case words: "refund_order",
+// "refundOrder" and "refund-order" all give [refund order].
+func nameWords(name string) []string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	rs := []rune(name)
+	for i, r := range rs {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			flush()
+		case unicode.IsUpper(r) && i > 0 && unicode.IsLower(rs[i-1]):
+			flush()
+			cur = append(cur, r)
+		default:
+			cur = append(cur, r)
+		}
+	}
+	flush()
+	return words
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,84 @@
+package guard
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yesguard/yesguard/patterns"
+)
+
+func TestExamplePolicyLoads(t *testing.T) {
+	p, err := LoadPolicy("../policy.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	locs, err := patterns.LoadEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newRuleset(p, locs); err != nil {
+		t.Fatalf("example policy does not compile against the shipped locales: %v", err)
+	}
+	if p.Defaults.Wait.D() != 900*time.Millisecond || !p.Tools["submit_appeal"].NeedsConfirm() || p.Tools["add_item"].NeedsConfirm() {
+		t.Fatalf("example policy read wrong: %+v", p.Defaults)
+	}
+}
+
+func TestDefaultPolicy(t *testing.T) {
+	p, err := LoadPolicy("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Defaults
+	if d.Wait.D() != DefaultWait || d.DuplicateWindow.D() != DefaultDuplicateWindow || d.QuantityWindow.D() != DefaultQuantityWindow ||
+		d.MaxAnswerAge.D() != DefaultMaxAnswerAge || d.DefaultLang != "en" {
+		t.Fatalf("defaults = %+v", d)
+	}
+}
+
+func TestBadPolicyNamesTheField(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, field string }{
+		{"unknown field", "defaults:\n  wiat: 1s\n", "wiat"},
+		{"bad duration", "defaults:\n  wait: soon\n", "soon"},
+		{"negative window", "defaults:\n  duplicate_window: -1s\n", "defaults.duplicate_window"},
+		{"bad lang", "defaults:\n  default_lang: English\n", "defaults.default_lang"},
+		{"bad tool name", "tools:\n  \"bad tool\": {}\n", "tools.bad tool"},
+		{"record without item", "tools:\n  add:\n    record: {quantity: qty}\n", "tools.add.record.item"},
+		{"empty verb", "tools:\n  pay:\n    verbs: {en: [\"\"]}\n", "tools.pay.verbs.en[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParsePolicy(strings.NewReader(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("err = %v, want it to name %q", err, tc.field)
+			}
+		})
+	}
+	// Every problem at once.
+	_, err := ParsePolicy(strings.NewReader("defaults:\n  wait: -5ms\n  max_answer_age: -1s\n"))
+	if err == nil || !strings.Contains(err.Error(), "defaults.wait") || !strings.Contains(err.Error(), "defaults.max_answer_age") {
+		t.Fatalf("err = %v, want both fields", err)
+	}
+}
+
+func TestPolicyLanguageWithoutLocale(t *testing.T) {
+	p, err := ParsePolicy(strings.NewReader("tools:\n  pay:\n    verbs: {xx: [pagar]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	locs, _ := patterns.LoadEmbedded()
+	if _, err := newRuleset(p, locs); err == nil || !strings.Contains(err.Error(), "tools.pay.verbs.xx") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestNameWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"refund_order": "refund order", "refundOrder": "refund order", "book-appointment": "book appointment",
+		"cancel": "cancel", "FileDisputeNow": "file dispute now",
+	} {
+		if got := strings.Join(nameWords(in), " "); got != want {
+			t.Errorf("nameWords(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/yesguard/yesguard/metrics"
+	"github.com/yesguard/yesguard/patterns"
+)
+
+// ruleset is one policy with its locales, compiled. It is immutable once
+// built; Reload swaps in a new one.
+type ruleset struct {
+	policy  *Policy
+	locales *patterns.Set
+	version string
+
+	// compiled caches listed tools' actions per language.
+	compiled sync.Map // actionKey → *patterns.Action
+}
+
+type actionKey struct {
+	tool, lang string
+	others     bool
+}
+
+func newRuleset(p *Policy, l *patterns.Set) (*ruleset, error) {
+	if p == nil || l == nil {
+		return nil, errors.New("guard: a policy and locales are required")
+	}
+	if l.Get(p.Defaults.DefaultLang) == nil {
+		return nil, fmt.Errorf("defaults.default_lang: no locale for %q (loaded: %s)",
+			p.Defaults.DefaultLang, strings.Join(l.Langs(), ", "))
+	}
+	var errs []error
+	for _, name := range sortedKeys(p.Tools) {
+		t := p.Tools[name]
+		for kind, m := range map[string]map[string][]string{"verbs": t.Verbs, "objects": t.Objects} {
+			for _, lang := range sortedKeys(m) {
+				if l.Get(lang) == nil {
+					errs = append(errs, fmt.Errorf("tools.%s.%s.%s: no locale for this language (loaded: %s)",
+						name, kind, lang, strings.Join(l.Langs(), ", ")))
+				}
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	version := p.Version()
+	if version == "" {
+		version = "builtin"
+	}
+	return &ruleset{policy: p, locales: l, version: version + "+locales:" + l.Version()}, nil
+}
+
+// toolRules is what the rules need of one tool.
+type toolRules struct {
+	name   string
+	listed bool
+	entry  *Tool
+	// label is the metrics label: the name for listed tools, else "other".
+	label string
+}
+
+func (rs *ruleset) tool(name string) *toolRules {
+	if t, ok := rs.policy.Tools[name]; ok {
+		return &toolRules{name: name, listed: true, entry: t, label: name}
+	}
+	return &toolRules{name: name, entry: &Tool{}, label: metrics.OtherTool}
+}
+
+func (t *toolRules) confirm() bool { return t.entry.NeedsConfirm() }
+
+// words returns the tool's verbs and objects in lang: the policy's for the
+// language (or its base language), else those its name gives.
+func (t *toolRules) words(lang string) (verbs, objects []string) {
+	base := lang
+	if i := strings.IndexAny(lang, "-_"); i > 0 {
+		base = lang[:i]
+	}
+	verbs, objects = t.entry.Verbs[lang], t.entry.Objects[lang]
+	if base != lang {
+		verbs = append(append([]string(nil), verbs...), t.entry.Verbs[base]...)
+		objects = append(append([]string(nil), objects...), t.entry.Objects[base]...)
+	}
+	if len(verbs) == 0 {
+		w := nameWords(t.name)
+		if len(w) > 0 {
+			verbs = []string{w[0]}
+			if len(objects) == 0 && len(w) > 1 {
+				objects = []string{strings.Join(w[1:], " ")}
+				if len(w) > 2 {
+					objects = append(objects, w[len(w)-1])
+				}
+			}
+		}
+	}
+	return verbs, objects
+}
+
+// action returns the tool's action compiled for loc.
+func (rs *ruleset) action(t *toolRules, loc *patterns.Locale) *patterns.Action {
+	key := actionKey{tool: t.name, lang: loc.Lang()}
+	if t.listed {
+		if a, ok := rs.compiled.Load(key); ok {
+			return a.(*patterns.Action)
+		}
+	}
+	v, o := t.words(loc.Lang())
+	a := loc.CompileAction(v, o)
+	if t.listed {
+		rs.compiled.Store(key, a)
+	}
+	return a
+}
+
+// others returns the verbs of every listed tool but t, compiled for loc:
+// a question naming one of them is about another action.
+func (rs *ruleset) others(t *toolRules, loc *patterns.Locale) *patterns.Action {
+	key := actionKey{tool: t.name, lang: loc.Lang(), others: true}
+	if t.listed {
+		if a, ok := rs.compiled.Load(key); ok {
+			return a.(*patterns.Action)
+		}
+	}
+	mine := map[string]bool{}
+	v, _ := t.words(loc.Lang())
+	for _, w := range v {
+		mine[w] = true
+	}
+	var verbs []string
+	for _, name := range sortedKeys(rs.policy.Tools) {
+		if name == t.name {
+			continue
+		}
+		ov, _ := (&toolRules{name: name, listed: true, entry: rs.policy.Tools[name]}).words(loc.Lang())
+		for _, w := range ov {
+			if !mine[w] {
+				verbs = append(verbs, w)
+			}
+		}
+	}
+	a := loc.MergeActions(verbs)
+	if t.listed {
+		rs.compiled.Store(key, a)
+	}
+	return a
+}
+
+// describe names the tool's action for messages to the model:
+// "submit the appeal".
+func (t *toolRules) describe(lang string) string {
+	v, o := t.words(lang)
+	switch {
+	case len(v) > 0 && len(o) > 0:
+		return v[0] + " the " + o[0]
+	case len(v) > 0:
+		return v[0]
+	default:
+		return t.name
+	}
+}
+
+// itemKey names the item a record tool records, from its item arguments;
+// "" when the tool records nothing or the arguments are missing.
+func (t *toolRules) itemKey(args map[string]*structpb.Value) string {
+	r := t.entry.Record
+	if r == nil {
+		return ""
+	}
+	parts := make([]string, 0, len(r.Item))
+	for _, name := range r.Item {
+		v, ok := args[name]
+		if !ok {
+			return ""
+		}
+		b, err := canonicalValue(v)
+		if err != nil {
+			return ""
+		}
+		parts = append(parts, name+"="+string(b))
+	}
+	return strings.Join(parts, "&")
+}
+
+// quantitySet reports whether the call carries its quantity argument.
+func (t *toolRules) quantitySet(args map[string]*structpb.Value) bool {
+	r := t.entry.Record
+	if r == nil || r.Quantity == "" {
+		return false
+	}
+	v, ok := args[r.Quantity]
+	if !ok {
+		return false
+	}
+	_, isNull := v.GetKind().(*structpb.Value_NullValue)
+	return !isNull
+}

@@ -1,0 +1,195 @@
+package guard
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/transcript"
+)
+
+const (
+	allow   = yesguardv1.Outcome_OUTCOME_ALLOW
+	refuse  = yesguardv1.Outcome_OUTCOME_REFUSE
+	dup     = yesguardv1.Outcome_OUTCOME_DUPLICATE
+	ignored = yesguardv1.Outcome_OUTCOME_IGNORED
+)
+
+type line struct {
+	sp   transcript.Speaker
+	text string
+}
+
+func agent(s string) line  { return line{transcript.Agent, s} }
+func caller(s string) line { return line{transcript.Caller, s} }
+
+// TestRules drives each rule with a whole dialogue already in the
+// transcript, so no case waits.
+func TestRules(t *testing.T) {
+	appeal := map[string]any{"appeal_id": "A-17"}
+	cases := []struct {
+		name   string
+		lines  []line
+		tool   string
+		args   map[string]any
+		out    yesguardv1.Outcome
+		reason yesguardv1.Reason
+	}{
+		{"plain yes to a question", []line{agent("I can submit your appeal now. Shall I submit it?"), caller("Yes.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"yes with fillers and politeness", []line{agent("Shall I submit the appeal?"), caller("Um, yeah, go ahead please, thank you.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"yes naming the action", []line{agent("Shall I submit the appeal?"), caller("Yes, submit it.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"probe 1: okay to an announcement", []line{agent("I will now submit the request."), caller("Okay.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NO_QUESTION},
+		{"announcement with go ahead is not a question", []line{agent("I'll go ahead and submit the appeal."), caller("Okay.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NO_QUESTION},
+		{"probe 2: yes with a question", []line{agent("Shall I submit the appeal?"), caller("Yes, but does that cost extra?")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NOT_PLAIN},
+		{"probe 3a: pre-emptive yes go ahead", []line{caller("Yes, go ahead.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NO_QUESTION},
+		{"probe 3b: explicit instruction", []line{caller("Yes, please submit the appeal.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_EXPLICIT_INSTRUCTION},
+		{"explicit instruction after a statement", []line{agent("Your appeal form is complete."), caller("Great, please file the appeal.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_EXPLICIT_INSTRUCTION},
+		{"explicit instruction with a hedge", []line{agent("Your appeal form is complete."), caller("I guess submit the appeal.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NO_QUESTION},
+		{"probe 4: rambling yes", []line{agent("Shall I submit the appeal?"), caller("Well I was thinking about it last night and talked it over with my sister and in the end we figured yes")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NOT_PLAIN},
+		{"probe 5: yes then no", []line{agent("Shall I submit the appeal?"), caller("Yes. Wait, no.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NEGATED},
+		{"yes then no as two finals is one turn", []line{agent("Shall I submit the appeal?"), caller("Yes."), caller("Wait, no.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NEGATED},
+		{"not yet", []line{agent("Shall I submit the appeal?"), caller("Not yet.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NEGATED},
+		{"hold on", []line{agent("Shall I submit the appeal?"), caller("Yeah hold on")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NEGATED},
+		{"no problem is a yes idiom", []line{agent("Shall I submit the appeal?"), caller("No problem, go ahead.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"hedge", []line{agent("Shall I submit the appeal?"), caller("I guess so.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NOT_PLAIN},
+		{"condition", []line{agent("Shall I submit the appeal?"), caller("Yes if it's free.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NOT_PLAIN},
+		{"second request", []line{agent("Shall I submit the appeal?"), caller("Yes and also email me a copy.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NOT_PLAIN},
+		{"not a yes", []line{agent("Shall I submit the appeal?"), caller("Tell me about the weather.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NOT_PLAIN},
+		{"confirm request without a question mark", []line{agent("Please confirm if you would like to proceed with this appointment."), caller("Yes.")}, "book_appointment", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"model's own words: agree to proceed with this submission", []line{agent("Do you agree to proceed with this submission"), caller("Yes I do.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"object in another role", []line{agent("Would you like a copy of the appeal emailed to you?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"last question wins", []line{agent("Shall I submit the appeal? Also, would you like a copy emailed to you?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"points back to the turn", []line{agent("I can submit the appeal for you today. Do you want me to do that?"), caller("Sure.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"points back to nothing", []line{agent("Thanks for waiting. Sound good?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"generic proceed on its own", []line{agent("Would you like to proceed?"), caller("Yes please.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"generic proceed after another action", []line{agent("I can cancel your appointment. Shall I go ahead?"), caller("Yes.")}, "book_appointment", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"proceed governing another object", []line{agent("Would you like to proceed with the refund?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"question about another action", []line{agent("Shall I cancel the appointment?"), caller("Yes.")}, "book_appointment", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"inflected verb", []line{agent("Should I get that appeal submitted for you?"), caller("Yes.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"bind: amount stated", []line{agent("Shall I pay the bill of $120.50 now?"), caller("Yes.")}, "pay_bill", map[string]any{"amount": 120.5}, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"bind: amount in words order", []line{agent("That's 120.50 dollars. Shall I pay it?"), caller("Yes.")}, "pay_bill", map[string]any{"amount": "120.50"}, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"bind: amount differs", []line{agent("Shall I pay the bill of $120.50 now?"), caller("Yes.")}, "pay_bill", map[string]any{"amount": 130}, refuse, yesguardv1.Reason_REASON_ARGUMENT_MISMATCH},
+		{"bind: argument missing", []line{agent("Shall I pay the bill of $120.50 now?"), caller("Yes.")}, "pay_bill", nil, refuse, yesguardv1.Reason_REASON_ARGUMENT_MISMATCH},
+		{"agent spoke after the yes", []line{agent("Shall I submit the appeal?"), caller("Yes."), agent("Is there anything else?")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_AGENT_SPOKE_AFTER},
+		{"unlisted tool judged from its name", []line{agent("Shall I refund the order?"), caller("Yes.")}, "refund_order", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"unlisted tool, question about something else", []line{agent("Shall I submit the appeal?"), caller("Yes.")}, "refund_order", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"tool that needs no confirmation", []line{agent("Let me look that up.")}, "lookup_order", nil, allow, yesguardv1.Reason_REASON_NOT_REQUIRED},
+	}
+	h := newHarness(t, "testdata/policy.yaml")
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			call := fmt.Sprintf("rules-%d", i)
+			for _, l := range tc.lines {
+				h.say(call, l.sp, l.text)
+			}
+			resp := h.check(call, tc.tool, tc.args)
+			want(t, resp, tc.out, tc.reason)
+			if tc.out == refuse && resp.GetEvidence().GetDetail() == "" {
+				t.Errorf("refusal without a detail: %v", resp.GetEvidence())
+			}
+		})
+	}
+}
+
+func TestAgentFillerWithOwnResponseIDDoesNotCount(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	h.say("c1", transcript.Agent, "Shall I submit the appeal?", withResponse("r0"))
+	h.say("c1", transcript.Caller, "Yes.")
+	h.say("c1", transcript.Agent, "One moment while I submit that.", withResponse("r1"))
+	want(t, h.check("c1", "submit_appeal", nil, respID("r1")), allow, yesguardv1.Reason_REASON_CONFIRMED)
+
+	// The same filler under another response id is the agent speaking.
+	h.say("c2", transcript.Agent, "Shall I submit the appeal?", withResponse("r0"))
+	h.say("c2", transcript.Caller, "Yes.")
+	h.say("c2", transcript.Agent, "One moment while I submit that.", withResponse("r1"))
+	want(t, h.check("c2", "submit_appeal", nil, respID("r9")), refuse, yesguardv1.Reason_REASON_AGENT_SPOKE_AFTER)
+}
+
+func TestUnknownCallAndOtherCalls(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	want(t, h.check("nobody", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_UNKNOWN_CALL)
+
+	// A yes on another call never counts.
+	h.say("other", transcript.Agent, "Shall I submit the appeal?")
+	h.say("other", transcript.Caller, "Yes.")
+	h.say("mine", transcript.Agent, "Shall I submit the appeal?")
+	want(t, h.check("mine", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_NO_ANSWER)
+}
+
+func TestStaleAnswer(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	old := time.Now().Add(-time.Minute)
+	h.sayAt("c", transcript.Agent, "Shall I submit the appeal?", old)
+	h.sayAt("c", transcript.Caller, "Yes.", old)
+	want(t, h.check("c", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_STALE)
+}
+
+func TestFeedDownRefuses(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	h.say("c", transcript.Agent, "Shall I submit the appeal?")
+	h.say("c", transcript.Caller, "Yes.")
+	h.mu.Lock()
+	h.feedUp = false
+	h.mu.Unlock()
+	want(t, h.check("c", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_TRANSCRIPT_UNAVAILABLE)
+}
+
+func TestUnsupportedLanguage(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	h.say("c", transcript.Agent, "申請を提出しますか？", withLang("ja"))
+	h.say("c", transcript.Caller, "はい。", withLang("ja"))
+	want(t, h.check("c", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_UNSUPPORTED_LANGUAGE)
+}
+
+func TestInterimIsNeverEvidence(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	h.say("c", transcript.Agent, "Shall I submit the appeal?")
+	h.sayAt("c", transcript.Caller, "Yes", time.Now(), interim())
+	resp := h.check("c", "submit_appeal", nil)
+	want(t, resp, refuse, yesguardv1.Reason_REASON_CALLER_SPEAKING)
+}
+
+func TestMalformedCheck(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	for _, tc := range []struct {
+		call, tool, field string
+	}{
+		{"", "submit_appeal", "call_id"},
+		{"a.b", "submit_appeal", "call_id"},
+		{"c", "", "tool"},
+		{"c", "bad tool!", "tool"},
+		{strings.Repeat("x", 200), "submit_appeal", "call_id"},
+	} {
+		_, err := h.checkErr(t.Context(), tc.call, tc.tool, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), "InvalidArgument") {
+			t.Errorf("Check(%q, %q) = %v, want InvalidArgument naming %s", tc.call, tc.tool, err, tc.field)
+		}
+	}
+	if n := len(h.sink.all()); n != 0 {
+		t.Errorf("malformed checks wrote %d decisions", n)
+	}
+}
+
+func TestEveryCheckWritesOneRecord(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	h.say("c", transcript.Agent, "Shall I submit the appeal?")
+	h.say("c", transcript.Caller, "Yes. Wait, no.")
+	resp := h.check("c", "submit_appeal", map[string]any{"appeal_id": "A-1"})
+	ds := h.sink.all()
+	if len(ds) != 1 {
+		t.Fatalf("wrote %d records, want 1", len(ds))
+	}
+	d := ds[0]
+	if d.GetDecisionId() != resp.GetDecisionId() || d.GetReason() != yesguardv1.Reason_REASON_NEGATED ||
+		d.GetCallId() != "c" || d.GetTool() != "submit_appeal" || len(d.GetArgsHash()) != 64 ||
+		d.GetPolicyVersion() == "" || d.GetEvidence().GetAnswer().GetText() != "Yes. Wait, no." ||
+		d.GetEvidence().GetQuestion().GetText() != "Shall I submit the appeal?" || d.GetTime() == nil {
+		t.Fatalf("record lacks fields: %v", d)
+	}
+	list, err := h.g.ListDecisions(t.Context(), &yesguardv1.ListDecisionsRequest{CallId: "c"})
+	if err != nil || len(list.GetDecisions()) != 1 || list.GetDecisions()[0].GetDecisionId() != d.GetDecisionId() {
+		t.Fatalf("ListDecisions = %v, %v", list, err)
+	}
+}

@@ -1,0 +1,143 @@
+package guard
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/transcript"
+)
+
+func gaugeValue(g prometheus.Gauge) float64 { return testutil.ToFloat64(g) }
+
+// waitFor polls cond for a test's synchronisation (never for an
+// assertion on time), failing after a generous bound.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// checkAsync starts a Check and returns its answer's channel.
+func checkAsync(t *testing.T, h *harness, call string, opts ...checkOpt) <-chan *yesguardv1.CheckResponse {
+	ch := make(chan *yesguardv1.CheckResponse, 1)
+	go func() {
+		resp, err := h.checkErr(context.Background(), call, "submit_appeal", nil, opts...)
+		if err != nil {
+			t.Error(err)
+		}
+		ch <- resp
+	}()
+	waitFor(t, func() bool { return h.inFlight() >= 1 })
+	return ch
+}
+
+func longWait(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, "testdata/policy.yaml")
+	pol, _ := LoadPolicy("testdata/policy.yaml")
+	pol.Defaults.Wait = Duration(5 * time.Second)
+	if err := h.g.Reload(pol, h.g.rules.Load().locales); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// The request races the transcript: the Check arrives before the caller's
+// yes, while the previous caller line is in the transcript. It must be
+// judged on the yes, and answer when the yes lands, not at the wait's end.
+func TestCheckWaitsForTheCurrentTurn(t *testing.T) {
+	h := longWait(t)
+	h.say("c", transcript.Caller, "I'd like to appeal the decision.")
+	h.say("c", transcript.Agent, "Shall I submit the appeal?")
+	got := checkAsync(t, h, "c")
+	time.Sleep(100 * time.Millisecond) // the transcript lags the model
+	h.say("c", transcript.Caller, "Yes.")
+	resp := <-got
+	want(t, resp, allow, yesguardv1.Reason_REASON_CONFIRMED)
+	if resp.GetEvidence().GetAnswer().GetText() != "Yes." {
+		t.Fatalf("judged %q, want the yes", resp.GetEvidence().GetAnswer().GetText())
+	}
+	// Woken by the event: far short of the 5 s wait.
+	if resp.GetWaitedMs() >= 4000 {
+		t.Fatalf("waited %d ms: the event did not wake the check", resp.GetWaitedMs())
+	}
+}
+
+func TestCheckWaitsForSpeechInFlight(t *testing.T) {
+	h := longWait(t)
+	h.say("c", transcript.Agent, "Shall I submit the appeal?")
+	h.say("c", transcript.Caller, "Yes.")
+	h.event("c", transcript.Event{Speaker: transcript.Caller, Type: transcript.TypeSpeechStarted}, time.Now())
+	got := checkAsync(t, h, "c")
+	h.say("c", transcript.Caller, "Wait, no.")
+	want(t, <-got, refuse, yesguardv1.Reason_REASON_NEGATED)
+}
+
+func TestCheckWaitsForRespondingTo(t *testing.T) {
+	h := longWait(t)
+	h.say("c", transcript.Agent, "Shall I submit the appeal?", withTimes(0, 1500))
+	h.say("c", transcript.Caller, "Let me think.", withTimes(1600, 2000))
+	h.say("c", transcript.Agent, "Take your time. Shall I submit it?", withTimes(2100, 3000))
+	h.say("c", transcript.Caller, "Yes.", withTimes(3100, 3400))
+	// The model answered a caller turn that ends at 5200 ms: wait for it.
+	got := checkAsync(t, h, "c", respondingTo(5200))
+	h.say("c", transcript.Caller, "No, don't.", withTimes(4800, 5200))
+	want(t, <-got, refuse, yesguardv1.Reason_REASON_NEGATED)
+}
+
+func TestTimeoutJudgesWhatIsThere(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml") // wait 300ms
+	h.say("c", transcript.Caller, "I want to appeal.")
+	h.say("c", transcript.Agent, "Shall I submit the appeal?")
+	resp := h.check("c", "submit_appeal", nil)
+	want(t, resp, refuse, yesguardv1.Reason_REASON_AGENT_SPOKE_AFTER)
+	if resp.GetEvidence().GetAnswer().GetText() != "I want to appeal." {
+		t.Fatalf("answer = %v", resp.GetEvidence().GetAnswer())
+	}
+}
+
+func TestDeadlineShorterThanWait(t *testing.T) {
+	h := longWait(t)
+	h.say("c", transcript.Agent, "Shall I submit the appeal?")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	resp, err := h.checkErr(ctx, "c", "submit_appeal", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, resp, refuse, yesguardv1.Reason_REASON_NO_ANSWER)
+	if len(h.sink.all()) != 1 {
+		t.Fatal("the decision was not recorded")
+	}
+}
+
+func TestCancelledCallerStillRecorded(t *testing.T) {
+	h := longWait(t)
+	h.say("c", transcript.Agent, "Shall I submit the appeal?")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.checkErr(ctx, "c", "submit_appeal", nil); err != nil {
+		t.Fatal(err)
+	}
+	if ds := h.sink.all(); len(ds) != 1 || ds[0].GetOutcome() != refuse {
+		t.Fatalf("records = %v", ds)
+	}
+}
+
+func TestUnknownCallThatAppearsDuringTheWait(t *testing.T) {
+	h := longWait(t)
+	got := checkAsync(t, h, "late")
+	h.say("late", transcript.Agent, "Shall I submit the appeal?")
+	h.say("late", transcript.Caller, "Yes.")
+	want(t, <-got, allow, yesguardv1.Reason_REASON_CONFIRMED)
+}

@@ -1,0 +1,241 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/yesguard/yesguard/transcript"
+)
+
+// Defaults.
+const (
+	DefaultGRPCAddr        = "127.0.0.1:50051"
+	DefaultNATSListen      = "127.0.0.1:4222"
+	DefaultHTTPAddr        = "127.0.0.1:9090"
+	DefaultSubjectPrefix   = "yesguard.transcript"
+	DefaultDecisionLog     = "stdout"
+	DefaultLogLevel        = "info"
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// Config is everything a Server needs. Each field has a key, used in
+// Validate's and New's errors; the yesguard command sets it from the flag
+// --<key with dashes> or the environment variable YESGUARD_<KEY>:
+//
+//	GRPCAddr        grpc_addr
+//	NATSURL         nats_url
+//	NATSListen      nats_listen
+//	HTTPAddr        http_addr
+//	PolicyPath      policy
+//	LocalesDir      locales_dir
+//	SubjectPrefix   subject_prefix
+//	DecisionLog     decision_log
+//	LogLevel        log_level
+//	ShutdownTimeout shutdown_timeout
+//	Limits          limits.<field> (no flags yet)
+type Config struct {
+	// GRPCAddr is the host:port the Guard service, the gRPC health service
+	// and reflection listen on; port 0 picks a free one. Default
+	// 127.0.0.1:50051.
+	GRPCAddr string
+	// NATSURL is the NATS server (or comma-separated servers) the voice
+	// pipeline publishes transcripts to. Empty starts an embedded NATS
+	// server listening on NATSListen.
+	NATSURL string
+	// NATSListen is the host:port the embedded NATS server accepts clients
+	// on; port 0 (or -1) picks a free one. Unused when NATSURL is set.
+	// Default 127.0.0.1:4222.
+	NATSListen string
+	// HTTPAddr is the host:port serving /metrics, /healthz and /readyz.
+	// Empty disables the HTTP server, so SetDefaults leaves it empty;
+	// DefaultConfig and the command default it to 127.0.0.1:9090.
+	HTTPAddr string
+	// PolicyPath is the policy YAML file. Empty uses the default policy:
+	// every tool needs a confirmation, judged from its name.
+	PolicyPath string
+	// LocalesDir holds <lang>.yaml files loaded over the built-in locales
+	// (replacing a language's, or adding one). Empty uses the built-in
+	// locales only.
+	LocalesDir string
+	// SubjectPrefix: transcripts of a call arrive on
+	// <SubjectPrefix>.<call_id>. Tokens separated by dots, no wildcards.
+	// Default yesguard.transcript.
+	SubjectPrefix string
+	// DecisionLog is where decision records are written, one JSON line
+	// each: "stdout" (or "-"), "stderr", or a file appended to. Default
+	// stdout.
+	DecisionLog string
+	// LogLevel of the operational logger New builds when it is given none
+	// (WithLogger): debug, info, warn or error. Default info.
+	LogLevel string
+	// ShutdownTimeout bounds Stop. Default 10s.
+	ShutdownTimeout time.Duration
+	// Limits bound what one transcript event and one call may hold; zero
+	// fields take the transcript package's defaults.
+	Limits transcript.Limits
+}
+
+// DefaultConfig returns a config with every default set, the HTTP server
+// included.
+func DefaultConfig() Config {
+	c := Config{HTTPAddr: DefaultHTTPAddr}
+	c.SetDefaults()
+	return c
+}
+
+// SetDefaults fills every unset field but HTTPAddr, whose empty value
+// disables the HTTP server.
+func (c *Config) SetDefaults() {
+	if c.GRPCAddr == "" {
+		c.GRPCAddr = DefaultGRPCAddr
+	}
+	if c.NATSListen == "" {
+		c.NATSListen = DefaultNATSListen
+	}
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = DefaultSubjectPrefix
+	}
+	if c.DecisionLog == "" {
+		c.DecisionLog = DefaultDecisionLog
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = DefaultLogLevel
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	c.Limits.SetDefaults()
+}
+
+// Validate reports every problem at once, each naming its field's key. It
+// does not read the policy or the locales: New does.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key string, err error) {
+		errs = append(errs, fmt.Errorf("%s: %w", key, err))
+	}
+	if err := checkHostPort(c.GRPCAddr, false); err != nil {
+		bad("grpc_addr", err)
+	}
+	if c.NATSURL != "" {
+		if err := checkNATSURLs(c.NATSURL); err != nil {
+			bad("nats_url", err)
+		}
+	} else if err := checkHostPort(c.NATSListen, true); err != nil {
+		bad("nats_listen", err)
+	}
+	if c.HTTPAddr != "" {
+		if err := checkHostPort(c.HTTPAddr, false); err != nil {
+			bad("http_addr", err)
+		}
+	}
+	if err := checkSubjectPrefix(c.SubjectPrefix); err != nil {
+		bad("subject_prefix", err)
+	}
+	if strings.TrimSpace(c.DecisionLog) == "" {
+		bad("decision_log", errors.New(`empty; want "stdout", "stderr" or a file path`))
+	}
+	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil {
+		bad("log_level", fmt.Errorf("%q is not one of debug, info, warn, error", c.LogLevel))
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("shutdown_timeout", fmt.Errorf("must be above 0, got %s", c.ShutdownTimeout))
+	}
+	for _, f := range []struct {
+		key string
+		v   int64
+	}{
+		{"limits.max_text_bytes", int64(c.Limits.MaxTextBytes)},
+		{"limits.max_utterances", int64(c.Limits.MaxUtterances)},
+		{"limits.idle_ttl", int64(c.Limits.IdleTTL)},
+		{"limits.ended_ttl", int64(c.Limits.EndedTTL)},
+		{"limits.max_calls", int64(c.Limits.MaxCalls)},
+	} {
+		if f.v <= 0 {
+			bad(f.key, fmt.Errorf("must be above 0, got %d", f.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkHostPort accepts host:port with a numeric port (0 for any free
+// port; -1 too when allowRandom, as nats-server spells it). The host may be
+// empty (every interface).
+func checkHostPort(addr string, allowRandom bool) error {
+	if addr == "" {
+		return errors.New("empty; want host:port")
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	lowest := 0
+	if allowRandom {
+		lowest = -1
+	}
+	if err != nil || p < lowest || p > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 0 to 65535", addr, port)
+	}
+	return nil
+}
+
+// checkNATSURLs accepts what nats.Connect does: comma-separated URLs, with
+// nats:// assumed when the scheme is missing.
+func checkNATSURLs(urls string) error {
+	var errs []error
+	for _, raw := range strings.Split(urls, ",") {
+		s := strings.TrimSpace(raw)
+		if s == "" {
+			errs = append(errs, fmt.Errorf("empty URL in %q", urls))
+			continue
+		}
+		if !strings.Contains(s, "://") {
+			s = "nats://" + s
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%q: %w", raw, err))
+			continue
+		}
+		switch u.Scheme {
+		case "nats", "tls", "ws", "wss":
+		default:
+			errs = append(errs, fmt.Errorf("%q: scheme %q is not nats, tls, ws or wss", raw, u.Scheme))
+			continue
+		}
+		if u.Hostname() == "" {
+			errs = append(errs, fmt.Errorf("%q: no host", raw))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkSubjectPrefix accepts dot-separated non-empty tokens without
+// wildcards or white space, so that <prefix>.> subscribes to exactly the
+// transcript subjects.
+func checkSubjectPrefix(p string) error {
+	if p == "" {
+		return errors.New("empty")
+	}
+	for _, tok := range strings.Split(p, ".") {
+		if tok == "" {
+			return fmt.Errorf("%q has an empty token", p)
+		}
+		if tok == "*" || tok == ">" || strings.ContainsAny(tok, "*>") {
+			return fmt.Errorf("%q contains a wildcard", p)
+		}
+		if strings.IndexFunc(tok, unicode.IsSpace) >= 0 {
+			return fmt.Errorf("%q contains white space", p)
+		}
+	}
+	return nil
+}

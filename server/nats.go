@@ -1,0 +1,247 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// natsReadyTimeout bounds the wait for the embedded server when Start's
+// context has no deadline.
+const natsReadyTimeout = 10 * time.Second
+
+// natsReadyStep is how often start-up looks for the embedded server's
+// failure to listen while it waits for it.
+const natsReadyStep = 50 * time.Millisecond
+
+// startNATSServer starts the embedded NATS server on Config.NATSListen.
+func (s *Server) startNATSServer(ctx context.Context) error {
+	host, portStr, _ := net.SplitHostPort(s.cfg.NATSListen) // checked by Validate
+	port, _ := strconv.Atoi(portStr)
+	if port == 0 {
+		port = natsserver.RANDOM_PORT
+	}
+	ns, err := natsserver.NewServer(&natsserver.Options{
+		ServerName: "yesguard",
+		Host:       host,
+		Port:       port,
+		NoSigs:     true,
+	})
+	if err != nil {
+		return fmt.Errorf("nats_listen: embedded NATS server: %w", err)
+	}
+	nlog := &natsLogger{log: s.log.Named("nats-server")}
+	ns.SetLoggerV2(nlog, false, false, false)
+	s.ns = ns
+	ns.Start()
+
+	// Wait in short steps, so that a failure to listen (reported to the
+	// logger, not returned) ends the wait at once.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(natsReadyTimeout)
+	}
+	for !ns.ReadyForConnections(natsReadyStep) {
+		if msg := nlog.lastFatal(); msg != "" {
+			return fmt.Errorf("nats_listen: embedded NATS server on %s: %s", s.cfg.NATSListen, msg)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("nats_listen: embedded NATS server on %s not ready in time", s.cfg.NATSListen)
+		}
+	}
+	s.natsURL = clientURL(ns.Addr())
+	if !isLoopback(host) {
+		s.log.Warn("the embedded NATS server accepts transcripts from the network without authentication; "+
+			"anyone who can reach it can speak for the caller. Listen on a loopback address or use --nats-url with an authenticated server",
+			zap.String("nats_listen", s.cfg.NATSListen))
+	}
+	return nil
+}
+
+// isLoopback reports whether a listen host accepts local clients only.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// redactURLs hides the passwords of comma-separated URLs, for logs and
+// errors.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// clientURL is the URL a local client reaches addr at: an unspecified host
+// (0.0.0.0, ::) becomes the loopback address.
+func clientURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return "nats://" + addr.String()
+	}
+	ip := tcp.IP
+	if ip == nil || ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	u := url.URL{Scheme: "nats", Host: net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port))}
+	return u.String()
+}
+
+// connectNATS connects to the embedded server in-process, or to the
+// external one. An external server that cannot be reached yet does not
+// stop start-up: the connection keeps retrying, and meanwhile the guard
+// refuses every Check and /readyz answers 503.
+func (s *Server) connectNATS() error {
+	opts := []nats.Option{
+		nats.Name("yesguard"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(natsReconnectWait),
+		nats.ConnectHandler(func(nc *nats.Conn) {
+			s.log.Info("NATS connected", zap.String("url", nc.ConnectedUrlRedacted()))
+			s.updateFeedHealth()
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if !s.stopping.Load() {
+				s.log.Warn("NATS disconnected; refusing every Check until it is back", zap.Error(err))
+			}
+			s.updateFeedHealth()
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			s.metrics.NATSReconnects.Inc()
+			s.log.Info("NATS reconnected", zap.String("url", nc.ConnectedUrlRedacted()))
+			s.updateFeedHealth()
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			s.metrics.NATSErrors.Inc()
+			fields := []zap.Field{zap.Error(err)}
+			if sub != nil {
+				fields = append(fields, zap.String("subject", sub.Subject))
+			}
+			s.log.Warn("NATS error", fields...)
+		}),
+		nats.ClosedHandler(func(*nats.Conn) {
+			s.updateFeedHealth()
+			s.ncClosedOnce.Do(func() { close(s.ncClosed) })
+		}),
+	}
+	target := s.natsURL
+	if s.ns != nil {
+		opts = append(opts, nats.InProcessServer(s.ns))
+	} else {
+		opts = append(opts, nats.RetryOnFailedConnect(true))
+	}
+	nc, err := nats.Connect(target, opts...)
+	if err != nil {
+		return fmt.Errorf("nats_url: connect to %s: %w", redactURLs(target), err)
+	}
+	s.nc.Store(nc)
+	if !nc.IsConnected() {
+		s.log.Warn("NATS not reachable yet; retrying", zap.String("url", redactURLs(target)))
+	}
+	s.updateFeedHealth()
+	return nil
+}
+
+// feedUp reports whether the transcript feed is connected.
+func (s *Server) feedUp() bool {
+	nc := s.nc.Load()
+	return nc != nil && nc.IsConnected()
+}
+
+// updateFeedHealth sets the connection gauge and the guard's health status
+// from the connection's state now. Connection callbacks call it after each
+// change, so the last call sees the latest state.
+func (s *Server) updateFeedHealth() {
+	s.feedMu.Lock()
+	defer s.feedMu.Unlock()
+	up := s.feedUp()
+	status := healthgrpc.HealthCheckResponse_NOT_SERVING
+	if up {
+		s.metrics.NATSConnected.Set(1)
+		status = healthgrpc.HealthCheckResponse_SERVING
+	} else {
+		s.metrics.NATSConnected.Set(0)
+	}
+	// After Stop's health.Shutdown this is ignored.
+	s.health.SetServingStatus(GuardService, status)
+}
+
+// closeNATS drains the connection (the ingester has already drained its
+// subscription), bounded by ctx.
+func (s *Server) closeNATS(ctx context.Context, nc *nats.Conn) error {
+	if err := nc.Drain(); err != nil {
+		// Not connected (or closed already): nothing to drain.
+		nc.Close()
+	}
+	select {
+	case <-s.ncClosed:
+		return nil
+	case <-ctx.Done():
+		nc.Close()
+		return fmt.Errorf("drain NATS connection: %w", ctx.Err())
+	}
+}
+
+// stopNATSServer shuts the embedded server down, bounded by ctx.
+func (s *Server) stopNATSServer(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("shut down embedded NATS server: %w", ctx.Err())
+	}
+}
+
+// natsLogger routes the embedded server's log to zap: its notices are
+// debug lines, warnings and errors stay what they are, and a fatal error
+// (it does not exit the process here) is kept for Start's error.
+type natsLogger struct {
+	log   *zap.Logger
+	mu    sync.Mutex
+	fatal string
+}
+
+func (l *natsLogger) Noticef(format string, v ...any) { l.log.Sugar().Debugf(format, v...) }
+func (l *natsLogger) Warnf(format string, v ...any)   { l.log.Sugar().Warnf(format, v...) }
+func (l *natsLogger) Errorf(format string, v ...any)  { l.log.Sugar().Errorf(format, v...) }
+func (l *natsLogger) Debugf(format string, v ...any)  { l.log.Sugar().Debugf(format, v...) }
+func (l *natsLogger) Tracef(format string, v ...any)  {}
+
+func (l *natsLogger) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.mu.Lock()
+	l.fatal = msg
+	l.mu.Unlock()
+	l.log.Error(msg)
+}
+
+func (l *natsLogger) lastFatal() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fatal
+}
+
+var _ natsserver.Logger = (*natsLogger)(nil)

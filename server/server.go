@@ -1,0 +1,484 @@
+// Package server is yesguard as an embeddable service: it wires the
+// transcript feed (NATS, embedded or external), the guard, the dedupe book
+// and the decision log behind one gRPC listener and one HTTP listener, and
+// owns their lifecycle. The yesguard command only parses flags into a
+// Config and runs a Server; tests run one in-process on 127.0.0.1:0.
+//
+// Rules that hold:
+//   - A bad config, policy or locale stops New with an error naming the
+//     field; nothing is listening yet.
+//   - Stop is bounded by its context and by Config.ShutdownTimeout, runs
+//     once, and tears down in order: health NOT_SERVING, gRPC graceful stop
+//     (in-flight Checks finish), HTTP shutdown, transcript ingester, decision
+//     log flush, NATS connection, embedded NATS server.
+//   - A panic in a gRPC handler becomes codes.Internal for that call; it
+//     never takes the process down.
+//   - While the NATS connection is down, /readyz answers 503 and the gRPC
+//     health status of yesguard.v1.Guard is NOT_SERVING; the overall status
+//     ("") stays SERVING while the process serves. The guard itself refuses
+//     every Check meanwhile (fail closed).
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/yesguard/yesguard/decisionlog"
+	"github.com/yesguard/yesguard/dedupe"
+	"github.com/yesguard/yesguard/guard"
+	"github.com/yesguard/yesguard/metrics"
+	"github.com/yesguard/yesguard/patterns"
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/transcript"
+)
+
+var _ guard.DecisionSink = (*decisionlog.Logger)(nil)
+
+// GuardService is the gRPC service name whose health tracks the transcript
+// feed.
+const GuardService = "yesguard.v1.Guard"
+
+// Sweep intervals of the background sweepers.
+const (
+	storeSweepEvery = 10 * time.Second
+	bookSweepEvery  = 5 * time.Second
+	guardSweepEvery = time.Minute
+)
+
+// natsReconnectWait is the pause between reconnect attempts to NATS.
+const natsReconnectWait = 250 * time.Millisecond
+
+// ErrStarted is returned by Start on a server already started or stopped.
+var ErrStarted = errors.New("server already started or stopped")
+
+// Option configures a Server beyond its Config.
+type Option func(*options)
+
+type options struct {
+	log  *zap.Logger
+	reg  *prometheus.Registry
+	sink guard.DecisionSink
+}
+
+// WithLogger sets the operational logger. Without it New builds a JSON
+// logger on stderr at Config.LogLevel.
+func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithRegistry registers the metrics on reg and serves reg on /metrics,
+// instead of a fresh registry with the Go and process collectors.
+func WithRegistry(reg *prometheus.Registry) Option { return func(o *options) { o.reg = reg } }
+
+// WithDecisionSink sends decision records to sink instead of the decision
+// log named by Config.DecisionLog. The server does not close it.
+func WithDecisionSink(sink guard.DecisionSink) Option {
+	return func(o *options) { o.sink = sink }
+}
+
+// Server is one yesguard. Build it with New, then Start and Stop it once.
+type Server struct {
+	cfg      Config
+	log      *zap.Logger
+	ownLog   bool
+	gatherer prometheus.Gatherer
+	metrics  *metrics.Metrics
+	store    *transcript.Store
+	book     *dedupe.Book
+	guard    *guard.Guard
+	dlog     *decisionlog.Logger // nil when the sink came from WithDecisionSink
+
+	// reloadMu serialises Reload.
+	reloadMu sync.Mutex
+
+	// mu guards state; Start holds it throughout, so that the fields Start
+	// sets are visible to Stop, which takes it first.
+	mu    sync.Mutex
+	state int
+
+	// Set by Start.
+	ns           *natsserver.Server
+	nc           atomic.Pointer[nats.Conn]
+	ncClosed     chan struct{} // closed by the connection's closed handler
+	ncClosedOnce sync.Once
+	ingester     *transcript.Ingester
+	health       *health.Server
+	grpc         *grpc.Server
+	http         *http.Server
+	grpcLn       net.Listener
+	httpLn       net.Listener
+	natsURL      string
+	sweepCancel  context.CancelFunc
+	// wg counts the serving loops and the sweepers.
+	wg sync.WaitGroup
+
+	// feedMu serialises updates of the feed's health, so the last update
+	// reflects the latest connection state.
+	feedMu   sync.Mutex
+	stopping atomic.Bool
+	errc     chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+const (
+	stateNew = iota
+	stateStarted
+	stateStopped
+)
+
+// New validates cfg, loads the policy and the locales, and builds the
+// guard. Nothing listens until Start.
+func New(cfg Config, opts ...Option) (*Server, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+
+	s := &Server{cfg: cfg, log: o.log, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
+	if s.log == nil {
+		log, err := NewLogger(cfg.LogLevel, nil, false)
+		if err != nil {
+			return nil, fmt.Errorf("log_level: %w", err)
+		}
+		s.log, s.ownLog = log, true
+	}
+
+	policy, locales, err := loadRules(&cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	if o.reg != nil {
+		s.gatherer, s.metrics = o.reg, metrics.New(o.reg)
+	} else {
+		s.gatherer, s.metrics = metrics.NewRegistry()
+	}
+	bi := ReadBuildInfo()
+	s.metrics.BuildInfo.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
+
+	s.store = transcript.NewStore(cfg.Limits, s.metrics)
+	s.book = dedupe.New(s.metrics)
+
+	sink := o.sink
+	if sink == nil {
+		s.dlog, err = decisionlog.Open(cfg.DecisionLog, s.metrics, decisionlog.WithLogger(s.log.Named("decisionlog")))
+		if err != nil {
+			return nil, fmt.Errorf("decision_log: %w", err)
+		}
+		sink = s.dlog
+	}
+
+	s.guard, err = guard.New(guard.Config{
+		Policy:  policy,
+		Locales: locales,
+		Store:   s.store,
+		Book:    s.book,
+		Sink:    sink,
+		Metrics: s.metrics,
+		FeedUp:  s.feedUp,
+		Logger:  s.log.Named("guard"),
+	})
+	if err != nil {
+		if s.dlog != nil {
+			_ = s.dlog.Close(context.Background()) // nothing was written
+		}
+		return nil, fmt.Errorf("policy %q with locales_dir %q: %w", cfg.PolicyPath, cfg.LocalesDir, err)
+	}
+	return s, nil
+}
+
+// loadRules reads the policy and the locales, reporting both failures.
+func loadRules(cfg *Config) (*guard.Policy, *patterns.Set, error) {
+	var errs []error
+	policy, err := guard.LoadPolicy(cfg.PolicyPath)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("policy: %w", err))
+	}
+	locales, err := patterns.Load(cfg.LocalesDir)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("locales_dir: %w", err))
+	}
+	return policy, locales, errors.Join(errs...)
+}
+
+// Reload re-reads the policy and the locales and swaps them into the guard;
+// Checks under way finish with the rules they started with. On error the
+// old rules stay.
+func (s *Server) Reload() error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	policy, locales, err := loadRules(&s.cfg)
+	if err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	if err := s.guard.Reload(policy, locales); err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	s.log.Info("policy and locales reloaded",
+		zap.String("policy_version", policy.Version()),
+		zap.String("locales_version", locales.Version()))
+	return nil
+}
+
+// Start starts the embedded NATS server (unless Config.NATSURL is set),
+// connects to NATS, subscribes to the transcripts, and starts the gRPC and
+// HTTP servers and the sweepers. ctx bounds the start-up only. On error
+// everything started is stopped again.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.state != stateNew {
+		s.mu.Unlock()
+		return ErrStarted
+	}
+	s.state = stateStarted
+	err := s.start(ctx)
+	s.mu.Unlock()
+	if err != nil {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+		defer cancel()
+		return errors.Join(err, s.Stop(stopCtx))
+	}
+	return nil
+}
+
+func (s *Server) start(ctx context.Context) error {
+	// Until the feed is connected, the guard's health says NOT_SERVING.
+	s.health = health.NewServer()
+	s.health.SetServingStatus("", healthgrpc.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(GuardService, healthgrpc.HealthCheckResponse_NOT_SERVING)
+
+	if s.cfg.NATSURL == "" {
+		if err := s.startNATSServer(ctx); err != nil {
+			return err
+		}
+	} else {
+		s.natsURL = s.cfg.NATSURL
+	}
+	if err := s.connectNATS(); err != nil {
+		return err
+	}
+	s.ingester = transcript.NewIngester(s.nc.Load(), s.cfg.SubjectPrefix, s.store, s.cfg.Limits, s.log, s.metrics)
+	if err := s.ingester.Start(); err != nil {
+		return fmt.Errorf("start transcript ingester: %w", err)
+	}
+
+	var err error
+	s.grpcLn, err = net.Listen("tcp", s.cfg.GRPCAddr)
+	if err != nil {
+		return fmt.Errorf("grpc_addr: %w", err)
+	}
+	s.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.recoverUnary),
+		grpc.ChainStreamInterceptor(s.recoverStream),
+	)
+	yesguardv1.RegisterGuardServer(s.grpc, s.guard)
+	healthgrpc.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	s.wg.Go(func() {
+		if err := s.grpc.Serve(s.grpcLn); err != nil {
+			s.fail(fmt.Errorf("grpc server: %w", err))
+		}
+	})
+
+	if s.cfg.HTTPAddr != "" {
+		s.httpLn, err = net.Listen("tcp", s.cfg.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("http_addr: %w", err)
+		}
+		errLog, err := zap.NewStdLogAt(s.log.Named("http"), zap.WarnLevel)
+		if err != nil {
+			return fmt.Errorf("http error log: %w", err)
+		}
+		s.http = &http.Server{
+			Handler:           s.httpHandler(),
+			ReadHeaderTimeout: 5 * time.Second,
+			ErrorLog:          errLog,
+		}
+		s.wg.Go(func() {
+			if err := s.http.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.fail(fmt.Errorf("http server: %w", err))
+			}
+		})
+	}
+
+	sweepCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.sweepCancel = cancel
+	s.wg.Go(func() { s.store.RunSweeper(sweepCtx, storeSweepEvery) })
+	s.wg.Go(func() { s.book.RunSweeper(sweepCtx, bookSweepEvery) })
+	s.wg.Go(func() { s.guard.RunSweeper(sweepCtx, guardSweepEvery) })
+	return nil
+}
+
+func (s *Server) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		switch {
+		case s.stopping.Load():
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		case !s.feedUp():
+			http.Error(w, "transcript feed (NATS) disconnected", http.StatusServiceUnavailable)
+		default:
+			_, _ = w.Write([]byte("ok\n"))
+		}
+	})
+	return mux
+}
+
+// fail reports the first error that ended a serving loop on Err.
+func (s *Server) fail(err error) {
+	select {
+	case s.errc <- err:
+	default:
+	}
+}
+
+// Err delivers the first error that stopped a listener while the server
+// ran (not those of Stop). The server is not stopped by it: call Stop.
+func (s *Server) Err() <-chan error { return s.errc }
+
+// GRPCAddr is the address the gRPC server listens on: the bound one once
+// Start has returned (so port 0 shows the port picked), the configured one
+// before. Like HTTPAddr and NATSURL, do not call it during Start.
+func (s *Server) GRPCAddr() string {
+	if s.grpcLn != nil {
+		return s.grpcLn.Addr().String()
+	}
+	return s.cfg.GRPCAddr
+}
+
+// HTTPAddr is the address the HTTP server listens on, like GRPCAddr; empty
+// when it is disabled.
+func (s *Server) HTTPAddr() string {
+	if s.httpLn != nil {
+		return s.httpLn.Addr().String()
+	}
+	return s.cfg.HTTPAddr
+}
+
+// NATSURL is the URL a pipeline publishes transcripts to: the embedded
+// server's client URL after Start, or Config.NATSURL.
+func (s *Server) NATSURL() string {
+	if s.natsURL != "" {
+		return s.natsURL
+	}
+	return s.cfg.NATSURL
+}
+
+// Stop shuts the server down in the order the package comment gives,
+// bounded by ctx and Config.ShutdownTimeout. In-flight Checks get the time
+// left but a reserve, which the decision log's flush keeps. Calls after the
+// first return its result. Stop before Start releases what New opened.
+func (s *Server) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.mu.Lock()
+		s.state = stateStopped
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+		defer cancel()
+		s.stopErr = s.shutdown(ctx)
+	})
+	return s.stopErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	s.stopping.Store(true)
+	var errs []error
+
+	if s.health != nil {
+		s.health.Shutdown()
+	}
+	if s.grpc != nil {
+		graceCtx, cancel := withReserve(ctx)
+		done := make(chan struct{})
+		go func() {
+			s.grpc.GracefulStop()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-graceCtx.Done():
+			s.grpc.Stop()
+			<-done
+			errs = append(errs, fmt.Errorf("grpc: calls still running at the deadline were cut: %w", graceCtx.Err()))
+		}
+		cancel()
+	}
+	if s.http != nil {
+		if err := s.http.Shutdown(ctx); err != nil {
+			_ = s.http.Close()
+			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+		}
+	}
+	if s.sweepCancel != nil {
+		s.sweepCancel()
+	}
+	if nc := s.nc.Load(); nc != nil && !nc.IsConnected() {
+		// A subscription cannot drain without a server; closing the
+		// connection ends it, and the ingester's Stop returns at once.
+		nc.Close()
+	}
+	if s.ingester != nil {
+		if err := s.ingester.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop transcript ingester: %w", err))
+		}
+	}
+	if s.dlog != nil {
+		if err := s.dlog.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if nc := s.nc.Load(); nc != nil {
+		if err := s.closeNATS(ctx, nc); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.ns != nil {
+		if err := s.stopNATSServer(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Every server is stopped and the sweepers cancelled: the loops return.
+	s.wg.Wait()
+	s.metrics.NATSConnected.Set(0)
+	if s.ownLog {
+		_ = s.log.Sync() // stderr cannot be synced everywhere
+	}
+	return errors.Join(errs...)
+}
+
+// withReserve returns a context ending a reserve before ctx does, so that
+// the steps after the gRPC stop (the decision log's flush above all) keep
+// some time when calls hold the graceful stop up: a quarter of the time
+// left, at most 2s.
+func withReserve(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	reserve := min(time.Until(deadline)/4, 2*time.Second)
+	return context.WithDeadline(ctx, deadline.Add(-reserve))
+}

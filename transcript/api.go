@@ -1,0 +1,202 @@
+package transcript
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+
+	"github.com/yesguard/yesguard/metrics"
+)
+
+// Limits bound what one event and one call may hold.
+type Limits struct {
+	// MaxTextBytes: an event whose text is longer is rejected (reason
+	// "text_too_long"). Default 4096.
+	MaxTextBytes int
+	// MaxUtterances kept per call, oldest dropped first. Default 64.
+	MaxUtterances int
+	// IdleTTL: a call with no event for this long is evicted. Default 10m.
+	IdleTTL time.Duration
+	// EndedTTL: a call is evicted this long after its call_ended. Default 2m.
+	EndedTTL time.Duration
+	// MaxCalls: above this many calls the least recently active are
+	// evicted at the next sweep. Default 200000.
+	MaxCalls int
+}
+
+// SetDefaults fills zero fields with their defaults.
+func (l *Limits) SetDefaults() {
+	if l.MaxTextBytes == 0 {
+		l.MaxTextBytes = 4096
+	}
+	if l.MaxUtterances == 0 {
+		l.MaxUtterances = 64
+	}
+	if l.IdleTTL == 0 {
+		l.IdleTTL = 10 * time.Minute
+	}
+	if l.EndedTTL == 0 {
+		l.EndedTTL = 2 * time.Minute
+	}
+	if l.MaxCalls == 0 {
+		l.MaxCalls = 200000
+	}
+}
+
+// Utterance is one final transcript event as stored.
+type Utterance struct {
+	// ID is a per-call counter assigned on arrival; stable while the call
+	// is held, so a turn can be named by the ID of its first utterance.
+	ID          uint64
+	Seq         uint64
+	Speaker     Speaker
+	Text        string
+	StartMS     int64 // 0 when HasTimes is false
+	EndMS       int64
+	HasTimes    bool
+	Lang        string
+	ResponseID  string
+	Interrupted bool
+	Confidence  float64
+	ReceivedAt  time.Time
+}
+
+// Turn is consecutive utterances of one speaker, joined.
+type Turn struct {
+	ID          uint64 // ID of the first utterance
+	Speaker     Speaker
+	Utterances  []Utterance
+	Text        string // utterance texts joined with " "
+	StartMS     int64
+	EndMS       int64
+	HasTimes    bool
+	FirstSeq    uint64
+	LastSeq     uint64
+	Lang        string // the last non-empty lang of its utterances
+	ResponseID  string // the last non-empty response id
+	Interrupted bool   // any utterance was interrupted
+	ReceivedAt  time.Time
+}
+
+// Snapshot is a copy of one call's state at one moment. It shares nothing
+// with the store.
+type Snapshot struct {
+	CallID string
+	// Exists is false when the store holds nothing for the call.
+	Exists bool
+	// Utterances are the call's final utterances, oldest first.
+	Utterances []Utterance
+	// CallerInFlight is true when a caller speech_started or interim result
+	// came after the caller's last final: a turn is being spoken.
+	CallerInFlight bool
+	// Ended is true after call_ended.
+	Ended bool
+	// Lang is the call's last known language ("" when none was given).
+	Lang string
+}
+
+// Turns groups the snapshot's utterances into turns, after leaving out agent
+// utterances whose ResponseID equals skipResponseID (when it is not empty).
+func (s Snapshot) Turns(skipResponseID string) []Turn {
+	return groupTurns(s.Utterances, skipResponseID)
+}
+
+// Store holds the per-call state. It is safe for concurrent use.
+//
+// Calls live in 64 shards chosen by an FNV-1a hash of the call id,
+// each with its own lock, so events of different calls rarely contend and
+// readers of one call never wait for writers of another.
+type Store struct {
+	limits Limits
+	m      *metrics.Metrics
+	events eventCounters
+
+	shards [numShards]shard
+	n      atomic.Int64 // calls held
+
+	// newCall is closed and replaced whenever a call is created; waiters
+	// on unknown calls select on it.
+	newCall atomic.Pointer[chan struct{}]
+}
+
+// NewStore returns an empty store. m may be nil.
+func NewStore(limits Limits, m *metrics.Metrics) *Store {
+	return newStore(limits, m)
+}
+
+// Apply applies one validated event received at now. It returns false and a
+// reason label when the event is dropped (e.g. "duplicate_seq").
+func (s *Store) Apply(ev Event, now time.Time) (bool, string) {
+	return s.apply(ev, now)
+}
+
+// Snapshot returns a copy of the call's state and a channel that is closed
+// at the call's next change (for an unknown call: when any call is
+// created). Waiters select on it; nothing polls.
+func (s *Store) Snapshot(callID string) (Snapshot, <-chan struct{}) {
+	return s.snapshot(callID)
+}
+
+// Sweep evicts idle and ended calls, and the least recently active ones
+// above MaxCalls. It returns how many it evicted.
+func (s *Store) Sweep(now time.Time) int {
+	return s.sweep(now)
+}
+
+// Len returns how many calls the store holds.
+func (s *Store) Len() int {
+	return int(s.n.Load())
+}
+
+// Decode parses and validates one NATS message on subject, where prefix is
+// the subject prefix (e.g. "yesguard.transcript"). An error is a
+// *RejectError carrying a bounded reason label.
+func Decode(prefix, subject string, data []byte, limits Limits) (Event, error) {
+	return decode(prefix, subject, data, limits)
+}
+
+// RejectError is why an event was dropped.
+type RejectError struct {
+	Reason string // bounded label: bad_json, bad_subject, missing_call_id, call_id_mismatch, unknown_speaker, unknown_type, text_too_long, bad_text, empty_text, bad_times (the Reason* constants)
+	Detail string
+}
+
+func (e *RejectError) Error() string {
+	return "transcript event rejected: " + e.Reason + ": " + e.Detail
+}
+
+// Ingester subscribes to <prefix>.> on a NATS connection and applies each
+// event to a store.
+//
+// One core NATS subscription delivers every call's events to a single
+// callback, so events of one call are applied in the order NATS delivered
+// them.
+type Ingester struct {
+	nc     *nats.Conn
+	prefix string
+	store  *Store
+	limits Limits
+	log    *zap.Logger // sampled: a flood of bad events cannot flood the log
+	m      *metrics.Metrics
+
+	mu  sync.Mutex
+	sub *nats.Subscription
+}
+
+// NewIngester wires an ingester; Start subscribes.
+func NewIngester(nc *nats.Conn, prefix string, store *Store, limits Limits, log *zap.Logger, m *metrics.Metrics) *Ingester {
+	return newIngester(nc, prefix, store, limits, log, m)
+}
+
+// Start subscribes.
+func (in *Ingester) Start() error { return in.start() }
+
+// Stop unsubscribes after the messages already received are applied.
+func (in *Ingester) Stop() error { return in.stop() }
+
+// Handle decodes and applies one message; exported for benchmarks and fuzz
+// tests.
+func (in *Ingester) Handle(subject string, data []byte) { in.handle(subject, data) }

@@ -1,0 +1,141 @@
+package transcript
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Reject reasons. They are Prometheus label values, so the set is closed:
+// Decode and Store.Apply return no other reason.
+const (
+	ReasonBadSubject     = "bad_subject"
+	ReasonBadJSON        = "bad_json"
+	ReasonMissingCallID  = "missing_call_id"
+	ReasonCallIDMismatch = "call_id_mismatch"
+	ReasonUnknownType    = "unknown_type"
+	ReasonUnknownSpeaker = "unknown_speaker"
+	ReasonTextTooLong    = "text_too_long"
+	ReasonBadText        = "bad_text"
+	ReasonEmptyText      = "empty_text"
+	ReasonBadTimes       = "bad_times"
+	ReasonDuplicateSeq   = "duplicate_seq"
+)
+
+func reject(reason, detail string) error {
+	return &RejectError{Reason: reason, Detail: detail}
+}
+
+// subjectCallID returns the call id token of subject, which must be
+// <prefix>.<call_id> with exactly one non-empty token after the prefix.
+func subjectCallID(prefix, subject string) (string, bool) {
+	id := subject
+	if prefix != "" {
+		if len(subject) <= len(prefix)+1 || subject[:len(prefix)] != prefix || subject[len(prefix)] != '.' {
+			return "", false
+		}
+		id = subject[len(prefix)+1:]
+	}
+	if id == "" || id == "*" || id == ">" {
+		return "", false
+	}
+	for i := 0; i < len(id); i++ {
+		// '.' would make more than one token; NATS subjects hold no
+		// whitespace or control characters.
+		if c := id[i]; c == '.' || c <= ' ' || c == 0x7f {
+			return "", false
+		}
+	}
+	return id, true
+}
+
+func decode(prefix, subject string, data []byte, limits Limits) (Event, error) {
+	limits.SetDefaults()
+
+	subjID, ok := subjectCallID(prefix, subject)
+	if !ok {
+		return Event{}, reject(ReasonBadSubject, "subject is not "+prefix+".<call_id>")
+	}
+
+	var ev Event
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return Event{}, reject(ReasonBadJSON, err.Error())
+	}
+	// encoding/json silently replaces invalid UTF-8 with U+FFFD. JSON text
+	// must be UTF-8, so such a message is rejected: as bad_text when the
+	// text field is at fault, else as bad_json.
+	if !utf8.Valid(data) {
+		if rawTextInvalid(data) {
+			return Event{}, reject(ReasonBadText, "text is not valid UTF-8")
+		}
+		return Event{}, reject(ReasonBadJSON, "message is not valid UTF-8")
+	}
+
+	if ev.CallID == "" {
+		return Event{}, reject(ReasonMissingCallID, "no call_id")
+	}
+	if ev.CallID != subjID {
+		return Event{}, reject(ReasonCallIDMismatch, "call_id does not match the subject")
+	}
+
+	switch ev.Type {
+	case TypeTranscript, TypeSpeechStarted, TypeSpeechStopped, TypeCallEnded:
+	default:
+		return Event{}, reject(ReasonUnknownType, "type "+boundedQuote(string(ev.Type)))
+	}
+
+	switch ev.Speaker {
+	case Caller, Agent:
+	case "":
+		if ev.Type != TypeCallEnded {
+			return Event{}, reject(ReasonUnknownSpeaker, "no speaker")
+		}
+	default:
+		return Event{}, reject(ReasonUnknownSpeaker, "speaker "+boundedQuote(string(ev.Speaker)))
+	}
+
+	if len(ev.Text) > limits.MaxTextBytes {
+		return Event{}, reject(ReasonTextTooLong,
+			strconv.Itoa(len(ev.Text))+" bytes > "+strconv.Itoa(limits.MaxTextBytes))
+	}
+	if !utf8.ValidString(ev.Text) { // unreachable after the check above; kept as a guard
+		return Event{}, reject(ReasonBadText, "text is not valid UTF-8")
+	}
+	if ev.Type == TypeTranscript && ev.Final && strings.TrimSpace(ev.Text) == "" {
+		return Event{}, reject(ReasonEmptyText, "final transcript with empty text")
+	}
+
+	if ev.StartMS != nil && *ev.StartMS < 0 {
+		return Event{}, reject(ReasonBadTimes, "negative start_ms")
+	}
+	if ev.EndMS != nil && *ev.EndMS < 0 {
+		return Event{}, reject(ReasonBadTimes, "negative end_ms")
+	}
+	if ev.StartMS != nil && ev.EndMS != nil && *ev.EndMS < *ev.StartMS {
+		return Event{}, reject(ReasonBadTimes, "end_ms before start_ms")
+	}
+	return ev, nil
+}
+
+// rawTextInvalid reports whether the raw JSON of the message's text field
+// holds invalid UTF-8. It is only called on the rare message that does.
+func rawTextInvalid(data []byte) bool {
+	var raw struct {
+		Text json.RawMessage `json:"text"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return false
+	}
+	return !utf8.Valid(raw.Text)
+}
+
+// boundedQuote quotes a publisher-chosen value for an error detail, cut to
+// a few bytes so a hostile value cannot bloat logs.
+func boundedQuote(v string) string {
+	const max = 32
+	if len(v) > max {
+		v = v[:max] + "..."
+	}
+	return strconv.Quote(v)
+}

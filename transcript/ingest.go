@@ -1,0 +1,122 @@
+package transcript
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/yesguard/yesguard/metrics"
+)
+
+const (
+	// Pending limits of the subscription: generous, so a burst queues in
+	// the client instead of being dropped as a slow consumer.
+	pendingMsgs  = 1 << 20
+	pendingBytes = 256 << 20
+
+	// drainTimeout bounds how long Stop waits for received messages to be
+	// applied.
+	drainTimeout = 2 * time.Second
+
+	// At most logFirst rejects are logged per logTick; the rest are only
+	// counted.
+	logTick  = time.Second
+	logFirst = 5
+)
+
+func newIngester(nc *nats.Conn, prefix string, store *Store, limits Limits, log *zap.Logger, m *metrics.Metrics) *Ingester {
+	limits.SetDefaults()
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.Named("transcript").WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(c, logTick, logFirst, 0)
+	}))
+	return &Ingester{nc: nc, prefix: prefix, store: store, limits: limits, log: log, m: m}
+}
+
+func (in *Ingester) start() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.sub != nil {
+		return errors.New("transcript: ingester already started")
+	}
+	if in.nc == nil {
+		return errors.New("transcript: no NATS connection")
+	}
+	sub, err := in.nc.Subscribe(in.prefix+".>", func(msg *nats.Msg) {
+		in.handle(msg.Subject, msg.Data)
+	})
+	if err != nil {
+		return fmt.Errorf("transcript: subscribe %s.>: %w", in.prefix, err)
+	}
+	if err := sub.SetPendingLimits(pendingMsgs, pendingBytes); err != nil {
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("transcript: set pending limits: %w", err)
+	}
+	in.sub = sub
+	return nil
+}
+
+func (in *Ingester) stop() error {
+	in.mu.Lock()
+	sub := in.sub
+	in.sub = nil
+	in.mu.Unlock()
+	if sub == nil {
+		return nil
+	}
+
+	// Listen before draining, so the close cannot be missed. The
+	// subscription closes once its callback has returned for every message
+	// already received.
+	closed := sub.StatusChanged(nats.SubscriptionClosed)
+	if err := sub.Drain(); err != nil {
+		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrBadSubscription) {
+			return nil // the connection is gone; nothing more will arrive
+		}
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("transcript: drain: %w", err)
+	}
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	select {
+	case <-closed:
+		return nil
+	case <-t.C:
+		_ = sub.Unsubscribe()
+		return fmt.Errorf("transcript: drain did not finish within %s", drainTimeout)
+	}
+}
+
+func (in *Ingester) handle(subject string, data []byte) {
+	ev, err := Decode(in.prefix, subject, data, in.limits)
+	if err != nil {
+		reason, detail := ReasonBadJSON, err.Error()
+		var re *RejectError
+		if errors.As(err, &re) {
+			reason, detail = re.Reason, re.Detail
+		}
+		in.rejected(reason)
+		// Sampled, and without the text: transcripts are personal data.
+		in.log.Warn("transcript event rejected",
+			zap.String("reason", reason), zap.String("subject", subject),
+			zap.Int("bytes", len(data)), zap.String("detail", detail))
+		return
+	}
+	if ok, reason := in.store.Apply(ev, time.Now()); !ok {
+		in.rejected(reason)
+		in.log.Debug("transcript event dropped",
+			zap.String("reason", reason), zap.String("call_id", ev.CallID), zap.Uint64("seq", ev.Seq))
+	}
+}
+
+func (in *Ingester) rejected(reason string) {
+	if in.m != nil {
+		in.m.EventsRejected.WithLabelValues(reason).Inc()
+	}
+}

@@ -1,0 +1,493 @@
+package transcript
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yesguard/yesguard/metrics"
+)
+
+// numShards is how many independently locked maps the store splits calls
+// over. A power of two, so the shard index is a mask of the hash.
+const numShards = 64
+
+type shard struct {
+	mu    sync.RWMutex
+	calls map[string]*call
+	_     [64]byte // so neighbouring shards' locks never share a cache line
+}
+
+// call is one call's state. Every field is guarded by its shard's lock.
+type call struct {
+	utts   []Utterance // final utterances, ordered; len <= MaxUtterances
+	nextID uint64      // last Utterance.ID assigned
+
+	inFlight    bool
+	inFlightSeq uint64 // largest seq of the markers since the caller's last final (0: none given)
+	// lastCallerFinalSeq is the largest seq of a caller final; a marker with
+	// a smaller seq was spoken before that final and marks nothing.
+	lastCallerFinalSeq uint64
+
+	ended   bool
+	endedAt time.Time
+	lang    string
+
+	lastActive time.Time
+	seqs       seqWindow
+
+	// changed is closed and replaced at every change a Snapshot can see.
+	changed chan struct{}
+}
+
+// fnv32a hashes the call id to pick its shard (FNV-1a, inlined to avoid
+// the allocation of hash/fnv's interface).
+func fnv32a(s string) uint32 {
+	const (
+		offset = 2166136261
+		prime  = 16777619
+	)
+	h := uint32(offset)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= prime
+	}
+	return h
+}
+
+func (s *Store) shardOf(callID string) *shard {
+	return &s.shards[fnv32a(callID)&(numShards-1)]
+}
+
+func newStore(limits Limits, m *metrics.Metrics) *Store {
+	limits.SetDefaults()
+	s := &Store{limits: limits, m: m}
+	for i := range s.shards {
+		s.shards[i].calls = make(map[string]*call)
+	}
+	ch := make(chan struct{})
+	s.newCall.Store(&ch)
+	if m != nil {
+		s.events.vec = m.Events
+	}
+	return s
+}
+
+// notifyNewCall wakes everyone waiting on an unknown call.
+func (s *Store) notifyNewCall() {
+	next := make(chan struct{})
+	old := s.newCall.Swap(&next) // each channel is swapped out, and closed, once
+	close(*old)
+}
+
+func (s *Store) apply(ev Event, now time.Time) (bool, string) {
+	// Apply trusts Decode, but a direct caller may hand it anything; these
+	// checks keep the store's invariants whoever calls.
+	if ev.CallID == "" {
+		return false, ReasonMissingCallID
+	}
+	ti := typeIndex(ev.Type)
+	if ti < 0 {
+		return false, ReasonUnknownType
+	}
+	si := speakerIndex(ev.Speaker)
+	if si < 0 || (ev.Speaker == "" && ev.Type != TypeCallEnded) {
+		return false, ReasonUnknownSpeaker
+	}
+
+	sh := s.shardOf(ev.CallID)
+	sh.mu.Lock()
+	c := sh.calls[ev.CallID]
+	created := false
+	if c == nil {
+		c = &call{changed: make(chan struct{})}
+		sh.calls[ev.CallID] = c
+		created = true
+		// Under the lock, so a sweep evicting it cannot count it first.
+		s.n.Add(1)
+		if s.m != nil {
+			s.m.ActiveCalls.Inc()
+		}
+	} else if ev.Seq != 0 && c.seenSeq(ev.Seq) {
+		sh.mu.Unlock()
+		return false, ReasonDuplicateSeq
+	}
+	var old chan struct{}
+	if c.apply(&ev, now, s.limits.MaxUtterances) && !created {
+		old = c.changed
+		c.changed = make(chan struct{})
+	}
+	sh.mu.Unlock()
+
+	// Count before waking anyone, so a woken waiter sees the metrics too.
+	s.events.inc(ti, si)
+	if created {
+		s.notifyNewCall()
+	}
+	if old != nil {
+		close(old)
+	}
+	return true, ""
+}
+
+// seenSeq reports whether seq was already applied to the call: it is in the
+// recent window, or it is older than the window and a held utterance
+// carries it. (An event older than the window whose seq is not held cannot
+// be told from a new one and is accepted.)
+func (c *call) seenSeq(seq uint64) bool {
+	seen, inWindow := c.seqs.seen(seq)
+	if inWindow {
+		return seen
+	}
+	for i := range c.utts {
+		if c.utts[i].Seq == seq {
+			return true
+		}
+	}
+	return false
+}
+
+// apply applies ev to the call and reports whether anything a Snapshot
+// shows changed.
+func (c *call) apply(ev *Event, now time.Time, maxUtts int) bool {
+	c.lastActive = now
+	if ev.Seq != 0 {
+		c.seqs.add(ev.Seq)
+	}
+	switch ev.Type {
+	case TypeTranscript:
+		if ev.Final {
+			c.addFinal(ev, now, maxUtts)
+			return true
+		}
+		if ev.Speaker == Caller {
+			return c.markInFlight(ev.Seq)
+		}
+	case TypeSpeechStarted:
+		if ev.Speaker == Caller {
+			return c.markInFlight(ev.Seq)
+		}
+	case TypeSpeechStopped:
+		// Only a final ends the caller's turn: the recogniser may still
+		// deliver it after the speech stopped.
+	case TypeCallEnded:
+		if !c.ended {
+			c.ended = true
+			c.endedAt = now
+			return true
+		}
+	}
+	return false
+}
+
+func (c *call) markInFlight(seq uint64) bool {
+	if seq != 0 && seq < c.lastCallerFinalSeq {
+		return false // spoken before a final we already hold
+	}
+	if seq > c.inFlightSeq {
+		c.inFlightSeq = seq
+	}
+	if c.inFlight {
+		return false
+	}
+	c.inFlight = true
+	return true
+}
+
+func (c *call) addFinal(ev *Event, now time.Time, maxUtts int) {
+	c.nextID++
+	u := Utterance{
+		ID:          c.nextID,
+		Seq:         ev.Seq,
+		Speaker:     ev.Speaker,
+		Text:        ev.Text,
+		Lang:        ev.Lang,
+		ResponseID:  ev.ResponseID,
+		Interrupted: ev.Interrupted,
+		ReceivedAt:  now,
+	}
+	if ev.Confidence != nil {
+		u.Confidence = *ev.Confidence
+	}
+	switch {
+	case ev.StartMS != nil && ev.EndMS != nil:
+		u.StartMS, u.EndMS, u.HasTimes = *ev.StartMS, *ev.EndMS, true
+	case ev.EndMS != nil:
+		u.StartMS, u.EndMS, u.HasTimes = *ev.EndMS, *ev.EndMS, true
+	}
+
+	// Place it: after every held utterance with a smaller seq, before the
+	// first held one with a larger seq. Seq-less utterances keep arrival
+	// order. Late events are rare and recent, so scan from the end.
+	pos := len(c.utts)
+	if u.Seq != 0 {
+		for i := len(c.utts) - 1; i >= 0; i-- {
+			s := c.utts[i].Seq
+			if s == 0 {
+				continue
+			}
+			if s < u.Seq {
+				break
+			}
+			pos = i
+		}
+	}
+	latest := pos == len(c.utts)
+	if len(c.utts) >= maxUtts {
+		if pos == 0 {
+			// Older than everything held, and there is no room: it would be
+			// the one dropped.
+			c.clearInFlightFor(u.Speaker, u.Seq)
+			return
+		}
+		// Drop the oldest.
+		copy(c.utts, c.utts[1:])
+		c.utts = c.utts[:len(c.utts)-1]
+		pos--
+	}
+	c.utts = slices.Insert(c.utts, pos, u)
+
+	if u.Lang != "" && latest {
+		// A late final carries older news: it does not override the
+		// language of a later one.
+		c.lang = u.Lang
+	}
+	c.clearInFlightFor(u.Speaker, u.Seq)
+}
+
+// clearInFlightFor applies a final of speaker with seq to the in-flight
+// marker: a caller final ends the caller's turn, unless the marker came from
+// a later event (the caller already speaks again).
+func (c *call) clearInFlightFor(speaker Speaker, seq uint64) {
+	if speaker != Caller {
+		return
+	}
+	if seq > c.lastCallerFinalSeq {
+		c.lastCallerFinalSeq = seq
+	}
+	if seq != 0 && c.inFlightSeq > seq {
+		return
+	}
+	c.inFlight = false
+	c.inFlightSeq = 0
+}
+
+func (c *call) snapshot(callID string) Snapshot {
+	snap := Snapshot{
+		CallID:         callID,
+		Exists:         true,
+		CallerInFlight: c.inFlight,
+		Ended:          c.ended,
+		Lang:           c.lang,
+	}
+	if len(c.utts) > 0 {
+		snap.Utterances = slices.Clone(c.utts)
+	}
+	return snap
+}
+
+func (s *Store) snapshot(callID string) (Snapshot, <-chan struct{}) {
+	// Load the new-call channel before looking the call up: if the call is
+	// created after the lookup, this channel is closed after it.
+	newCall := *s.newCall.Load()
+	sh := s.shardOf(callID)
+	sh.mu.RLock()
+	c := sh.calls[callID]
+	if c == nil {
+		sh.mu.RUnlock()
+		return Snapshot{CallID: callID}, newCall
+	}
+	snap, ch := c.snapshot(callID), c.changed
+	sh.mu.RUnlock()
+	return snap, ch
+}
+
+// evictLocked removes the call; sh.mu must be held.
+func (s *Store) evictLocked(sh *shard, callID string, c *call, cause string) {
+	delete(sh.calls, callID)
+	close(c.changed) // waiters re-read and see Exists=false
+	s.n.Add(-1)
+	if s.m != nil {
+		s.m.ActiveCalls.Dec()
+		s.m.CallsEvicted.WithLabelValues(cause).Inc()
+	}
+}
+
+func (s *Store) sweep(now time.Time) int {
+	evicted := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for id, c := range sh.calls {
+			switch {
+			case c.ended && now.Sub(c.endedAt) > s.limits.EndedTTL:
+				s.evictLocked(sh, id, c, "ended")
+				evicted++
+			case now.Sub(c.lastActive) > s.limits.IdleTTL:
+				s.evictLocked(sh, id, c, "idle")
+				evicted++
+			}
+		}
+		sh.mu.Unlock()
+	}
+
+	excess := s.Len() - s.limits.MaxCalls
+	if excess <= 0 {
+		return evicted
+	}
+	type candidate struct {
+		id   string
+		c    *call
+		last time.Time
+	}
+	cands := make([]candidate, 0, s.Len())
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		for id, c := range sh.calls {
+			cands = append(cands, candidate{id, c, c.lastActive})
+		}
+		sh.mu.RUnlock()
+	}
+	slices.SortFunc(cands, func(a, b candidate) int { return a.last.Compare(b.last) })
+	for _, cd := range cands {
+		if excess <= 0 {
+			break
+		}
+		sh := s.shardOf(cd.id)
+		sh.mu.Lock()
+		// Skip a call that was removed or was active since it was listed.
+		if sh.calls[cd.id] == cd.c && cd.c.lastActive.Equal(cd.last) {
+			s.evictLocked(sh, cd.id, cd.c, "capacity")
+			evicted++
+			excess--
+		}
+		sh.mu.Unlock()
+	}
+	return evicted
+}
+
+// RunSweeper calls Sweep every interval (10s when every <= 0) until ctx is
+// done. It blocks; run it in its own goroutine.
+func (s *Store) RunSweeper(ctx context.Context, every time.Duration) {
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s.Sweep(now)
+		}
+	}
+}
+
+// seqWindow remembers which of the last 256 seqs (counting down from the
+// largest seen) were applied, like an anti-replay window: 40 bytes per
+// call whatever the traffic.
+type seqWindow struct {
+	max  uint64    // largest seq seen; 0 when none
+	bits [4]uint64 // bit i: seq max-i was seen
+}
+
+const seqWindowSize = 256
+
+// seen reports whether seq was seen; inWindow is false when seq is too old
+// for the window to know.
+func (w *seqWindow) seen(seq uint64) (seen, inWindow bool) {
+	if w.max == 0 || seq > w.max {
+		return false, true
+	}
+	d := w.max - seq
+	if d >= seqWindowSize {
+		return false, false
+	}
+	return w.bits[d/64]&(1<<(d%64)) != 0, true
+}
+
+func (w *seqWindow) add(seq uint64) {
+	if seq > w.max {
+		w.shift(seq - w.max)
+		w.max = seq
+		w.bits[0] |= 1
+		return
+	}
+	if d := w.max - seq; d < seqWindowSize {
+		w.bits[d/64] |= 1 << (d % 64)
+	}
+}
+
+// shift moves every bit n places towards older.
+func (w *seqWindow) shift(n uint64) {
+	if n >= seqWindowSize {
+		w.bits = [4]uint64{}
+		return
+	}
+	ws, bs := int(n/64), n%64
+	for k := 3; k >= 0; k-- {
+		var v uint64
+		if j := k - ws; j >= 0 {
+			v = w.bits[j] << bs
+			if bs != 0 && j-1 >= 0 {
+				v |= w.bits[j-1] >> (64 - bs)
+			}
+		}
+		w.bits[k] = v
+	}
+}
+
+// eventCounters caches the events_total children: WithLabelValues on every
+// event would hash the labels each time.
+type eventCounters struct {
+	vec *prometheus.CounterVec
+	c   [4][3]struct {
+		once sync.Once
+		c    prometheus.Counter
+	}
+}
+
+var (
+	typeNames    = [4]string{string(TypeTranscript), string(TypeSpeechStarted), string(TypeSpeechStopped), string(TypeCallEnded)}
+	speakerNames = [3]string{string(Caller), string(Agent), "none"}
+)
+
+func typeIndex(t EventType) int {
+	switch t {
+	case TypeTranscript:
+		return 0
+	case TypeSpeechStarted:
+		return 1
+	case TypeSpeechStopped:
+		return 2
+	case TypeCallEnded:
+		return 3
+	}
+	return -1
+}
+
+func speakerIndex(sp Speaker) int {
+	switch sp {
+	case Caller:
+		return 0
+	case Agent:
+		return 1
+	case "":
+		return 2
+	}
+	return -1
+}
+
+func (e *eventCounters) inc(ti, si int) {
+	if e.vec == nil {
+		return
+	}
+	slot := &e.c[ti][si]
+	slot.once.Do(func() { slot.c = e.vec.WithLabelValues(typeNames[ti], speakerNames[si]) })
+	slot.c.Inc()
+}
