@@ -1,0 +1,206 @@
+package guard
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/yesguard/yesguard/dedupe"
+	"github.com/yesguard/yesguard/metrics"
+	"github.com/yesguard/yesguard/patterns"
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/transcript"
+)
+
+// corpusFile is one language's judged dialogues (testdata/corpus/<lang>.yaml).
+type corpusFile struct {
+	Lang string `yaml:"lang"`
+	// Tools is the policy's tools section the dialogues are judged under.
+	Tools     map[string]*Tool `yaml:"tools"`
+	Dialogues []dialogue       `yaml:"dialogues"`
+}
+
+type dialogue struct {
+	Name string `yaml:"name"`
+	// Turns in order; each is {agent: text} or {caller: text}, with an
+	// optional lang (default: the file's).
+	Turns []corpusTurn `yaml:"turns"`
+	Tool  string       `yaml:"tool"`
+	Args  map[string]any `yaml:"args"`
+	// Race: the last turn lands after the Check, as when the model's tool
+	// call outruns the transcript.
+	Race bool `yaml:"race"`
+	// Want is "allow" (a genuine yes: refusing it is a false refusal) or
+	// "refuse" (allowing it is a false accept).
+	Want string `yaml:"want"`
+	// Reason, when given, is the reason the decision must carry
+	// (CONFIRMED, NEGATED, NOT_PLAIN, ...).
+	Reason string `yaml:"reason"`
+}
+
+type corpusTurn struct {
+	Agent  string `yaml:"agent"`
+	Caller string `yaml:"caller"`
+	Lang   string `yaml:"lang"`
+}
+
+// TestCorpus runs every language's judged dialogues through the real guard
+// and prints, per language, its false accepts (must be 0) and false
+// refusals of genuine plain yeses (must be under 3%).
+func TestCorpus(t *testing.T) {
+	files, err := filepath.Glob("testdata/corpus/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no corpus files: %v", err)
+	}
+	locs, err := patterns.LoadEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		lang := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			runCorpus(t, f, locs)
+		})
+	}
+}
+
+func runCorpus(t *testing.T, path string, locs *patterns.Set) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c corpusFile
+	dec := yaml.NewDecoder(strings.NewReader(string(raw)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(c.Dialogues) < 60 {
+		t.Errorf("%s: %d dialogues, want at least 60", path, len(c.Dialogues))
+	}
+	pol := &Policy{Tools: c.Tools}
+	pol.SetDefaults()
+	pol.Defaults.DefaultLang = c.Lang
+	pol.Defaults.Wait = Duration(2 * time.Second)
+	if err := pol.Validate(); err != nil {
+		t.Fatalf("%s: tools: %v", path, err)
+	}
+	store := transcript.NewStore(transcript.Limits{}, nil)
+	g, err := New(Config{Policy: pol, Locales: locs, Store: store, Book: dedupe.New(nil), Metrics: metrics.New(nil)})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var yes, no, falseAccepts, falseRefusals, wrongReason int
+	var failures []string
+	for i, d := range c.Dialogues {
+		call := fmt.Sprintf("%s-%d", c.Lang, i)
+		resp, err := playDialogue(t, g, store, call, c.Lang, d)
+		if err != nil {
+			t.Fatalf("%s #%d %q: %v", path, i, d.Name, err)
+		}
+		got := resp.GetOutcome()
+		why := fmt.Sprintf("#%d %q: got %s/%s (%s)", i, d.Name, got, resp.GetReason(), resp.GetEvidence().GetDetail())
+		switch d.Want {
+		case "allow":
+			yes++
+			if got != yesguardv1.Outcome_OUTCOME_ALLOW {
+				falseRefusals++
+				failures = append(failures, "false refusal "+why)
+			}
+		case "refuse":
+			no++
+			if got == yesguardv1.Outcome_OUTCOME_ALLOW {
+				falseAccepts++
+				failures = append(failures, "FALSE ACCEPT "+why)
+			}
+		default:
+			t.Fatalf("%s #%d %q: want is %q, not allow or refuse", path, i, d.Name, d.Want)
+		}
+		if d.Reason != "" && resp.GetReason().String() != "REASON_"+strings.ToUpper(d.Reason) {
+			wrongReason++
+			failures = append(failures, fmt.Sprintf("wrong reason (want %s) %s", d.Reason, why))
+		}
+	}
+	rate := 0.0
+	if yes > 0 {
+		rate = 100 * float64(falseRefusals) / float64(yes)
+	}
+	summary := fmt.Sprintf("corpus %s: %d dialogues (%d genuine yeses, %d to refuse): false accepts %d, false refusals %d (%.1f%%), wrong reasons %d",
+		c.Lang, len(c.Dialogues), yes, no, falseAccepts, falseRefusals, rate, wrongReason)
+	fmt.Println(summary)
+	sort.Strings(failures)
+	for _, f := range failures {
+		t.Log(f)
+	}
+	if falseAccepts > 0 || rate >= 3 || wrongReason > 0 {
+		t.Error(summary)
+	}
+}
+
+// playDialogue applies the dialogue's turns to the store and checks its
+// tool; with Race, the last turn lands after the Check has started.
+func playDialogue(t *testing.T, g *Guard, store *transcript.Store, call, lang string, d dialogue) (*yesguardv1.CheckResponse, error) {
+	turns := d.Turns
+	var late *corpusTurn
+	if d.Race && len(turns) > 0 {
+		late = &turns[len(turns)-1]
+		turns = turns[:len(turns)-1]
+	}
+	seq := uint64(0)
+	apply := func(ct corpusTurn) error {
+		seq++
+		ev := transcript.Event{CallID: call, Seq: seq, Type: transcript.TypeTranscript, Final: true, Lang: ct.Lang}
+		if ev.Lang == "" {
+			ev.Lang = lang
+		}
+		switch {
+		case ct.Agent != "" && ct.Caller == "":
+			ev.Speaker, ev.Text = transcript.Agent, ct.Agent
+		case ct.Caller != "" && ct.Agent == "":
+			ev.Speaker, ev.Text = transcript.Caller, ct.Caller
+		default:
+			return fmt.Errorf("a turn is {agent: text} or {caller: text}")
+		}
+		if ok, why := store.Apply(ev, time.Now()); !ok {
+			return fmt.Errorf("turn dropped: %s", why)
+		}
+		return nil
+	}
+	for _, ct := range turns {
+		if err := apply(ct); err != nil {
+			return nil, err
+		}
+	}
+	args, err := structpb.NewStruct(d.Args)
+	if err != nil {
+		return nil, err
+	}
+	req := &yesguardv1.CheckRequest{CallId: call, Tool: d.Tool, Args: args}
+	if late == nil {
+		return g.Check(context.Background(), req)
+	}
+	type res struct {
+		r   *yesguardv1.CheckResponse
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		r, err := g.Check(context.Background(), req)
+		ch <- res{r, err}
+	}()
+	time.Sleep(20 * time.Millisecond) // the transcript lags the tool call
+	if err := apply(*late); err != nil {
+		return nil, err
+	}
+	out := <-ch
+	return out.r, out.err
+}
