@@ -174,12 +174,18 @@ func (c *check) judge(snap transcript.Snapshot) (j judgement) {
 	answerText := loc.Parse(answer.Text)
 	j.statesQuantity = loc.StatesQuantity(answerText)
 
+	// The question is read in its own language: a caller may answer in
+	// another language than the agent asked in.
+	qLoc := loc
 	var qText patterns.Text
 	var q patterns.Question
 	asked := false
 	if qTurn != nil {
-		qText = loc.Parse(qTurn.Text)
-		q, asked = loc.LastQuestion(qText)
+		if l := c.rs.locales.Get(qTurn.Lang); l != nil {
+			qLoc = l
+		}
+		qText = qLoc.Parse(qTurn.Text)
+		q, asked = qLoc.LastQuestion(qText)
 	}
 	var echo map[string]bool
 	if asked {
@@ -214,12 +220,12 @@ func (c *check) judge(snap transcript.Snapshot) (j judgement) {
 	if ans.NotPlain || (!ans.Affirmative && !ans.Verb) {
 		return refuse(yesguardv1.Reason_REASON_NOT_PLAIN, ans.Detail)
 	}
-	ok, refMatches, detail := c.aboutAction(loc, qText, q, action)
+	ok, refMatches, detail := c.aboutAction(qLoc, qText, q, c.rs.action(c.tool, qLoc))
 	ev.Matches = append(ev.Matches, matchesProto(refMatches)...)
 	if !ok {
 		return refuse(yesguardv1.Reason_REASON_ACTION_MISMATCH, detail)
 	}
-	if detail, ok := c.bindStated(loc, qText); !ok {
+	if detail, ok := c.bindStated(qLoc, qText); !ok {
 		return refuse(yesguardv1.Reason_REASON_ARGUMENT_MISMATCH, detail)
 	}
 	j.outcome, j.reason, j.turnID = yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_CONFIRMED, answer.ID
