@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -156,7 +157,7 @@ func (p *Policy) Validate() error {
 	if !langRE.MatchString(d.DefaultLang) {
 		bad("defaults.default_lang", "%q is not a BCP-47 language tag such as en or es-MX", d.DefaultLang)
 	}
-	for _, name := range sortedKeys(p.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
 		t := p.Tools[name]
 		field := "tools." + name
 		if !toolNameRE.MatchString(name) {
@@ -167,7 +168,7 @@ func (p *Policy) Validate() error {
 			continue
 		}
 		for kind, m := range map[string]map[string][]string{"verbs": t.Verbs, "objects": t.Objects} {
-			for _, lang := range sortedKeys(m) {
+			for _, lang := range slices.Sorted(maps.Keys(m)) {
 				if !langRE.MatchString(lang) {
 					bad(field+"."+kind+"."+lang, "not a language tag")
 				}
@@ -265,13 +266,4 @@ func nameWords(name string) []string {
 	}
 	flush()
 	return words
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,8 @@ package guard
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -37,10 +39,10 @@ func newRuleset(p *Policy, l *patterns.Set) (*ruleset, error) {
 			p.Defaults.DefaultLang, strings.Join(l.Langs(), ", "))
 	}
 	var errs []error
-	for _, name := range sortedKeys(p.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
 		t := p.Tools[name]
 		for kind, m := range map[string]map[string][]string{"verbs": t.Verbs, "objects": t.Objects} {
-			for _, lang := range sortedKeys(m) {
+			for _, lang := range slices.Sorted(maps.Keys(m)) {
 				if l.Get(lang) == nil {
 					errs = append(errs, fmt.Errorf("tools.%s.%s.%s: no locale for this language (loaded: %s)",
 						name, kind, lang, strings.Join(l.Langs(), ", ")))
@@ -134,7 +136,7 @@ func (rs *ruleset) others(t *toolRules, loc *patterns.Locale) *patterns.Action {
 		mine[w] = true
 	}
 	var verbs []string
-	for _, name := range sortedKeys(rs.policy.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(rs.policy.Tools)) {
 		if name == t.name {
 			continue
 		}

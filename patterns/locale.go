@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -172,7 +174,7 @@ func compileSet(files map[string]rawFile) (*Set, error) {
 	s := &Set{byLang: map[string]*Locale{}}
 	h := sha256.New()
 	var errs []error
-	for _, lang := range sortedLangs(files) {
+	for _, lang := range slices.Sorted(maps.Keys(files)) {
 		rf := files[lang]
 		l, err := ParseLocale(lang, rf.data)
 		if err != nil {
@@ -188,15 +190,6 @@ func compileSet(files map[string]rawFile) (*Set, error) {
 	}
 	s.version = hex.EncodeToString(h.Sum(nil)[:6])
 	return s, nil
-}
-
-func sortedLangs[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // ParseLocale reads and validates one locale file for lang, reporting every
@@ -232,7 +225,7 @@ func (f *File) Validate(lang string) error {
 		"question_words": f.QuestionWords, "conditions": f.Conditions,
 		"hedges": f.Hedges, "back_references": f.BackReferences,
 	}
-	for _, key := range sortedLangs(required) {
+	for _, key := range slices.Sorted(maps.Keys(required)) {
 		if len(required[key]) == 0 {
 			bad(key, "must list at least one phrase")
 		}
@@ -249,7 +242,7 @@ func (f *File) Validate(lang string) error {
 		"inflection.separable_prefixes": f.Inflection.SeparablePrefixes,
 		"inflection.infixes":            f.Inflection.Infixes,
 	}
-	for _, key := range sortedLangs(lists) {
+	for _, key := range slices.Sorted(maps.Keys(lists)) {
 		seen := map[string]int{}
 		for i, p := range lists[key] {
 			fp := strings.Join(strings.Fields(Fold(p)), " ")
@@ -328,4 +321,4 @@ func (s *Set) Get(tag string) *Locale {
 func (s *Set) Version() string { return s.version }
 
 // Langs lists the loaded languages, sorted.
-func (s *Set) Langs() []string { return sortedLangs(s.byLang) }
+func (s *Set) Langs() []string { return slices.Sorted(maps.Keys(s.byLang)) }
