@@ -32,8 +32,8 @@ type dialogue struct {
 	Name string `yaml:"name"`
 	// Turns in order; each is {agent: text} or {caller: text}, with an
 	// optional lang (default: the file's).
-	Turns []corpusTurn `yaml:"turns"`
-	Tool  string       `yaml:"tool"`
+	Turns []corpusTurn   `yaml:"turns"`
+	Tool  string         `yaml:"tool"`
 	Args  map[string]any `yaml:"args"`
 	// Race: the last turn lands after the Check, as when the model's tool
 	// call outruns the transcript.
