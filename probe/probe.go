@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
@@ -50,8 +51,37 @@ type Result struct {
 	CallID string `json:"call_id"`
 	// Detail says what went wrong, or what was seen.
 	Detail string `json:"detail,omitempty"`
-	// Decisions are the records the probe's checks left.
+	// Decisions are the records the probe's checks left; in JSON, each is
+	// the record as protojson writes it (the decision log's shape).
 	Decisions []*yesguardv1.Decision `json:"-"`
+}
+
+// MarshalJSON writes the result with its decisions in protojson.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result // without the method
+	out := struct {
+		plain
+		Decisions []json.RawMessage `json:"decisions"`
+	}{plain: plain(r), Decisions: []json.RawMessage{}}
+	for _, d := range r.Decisions {
+		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(d)
+		if err != nil {
+			return nil, fmt.Errorf("decision %s: %w", d.GetDecisionId(), err)
+		}
+		out.Decisions = append(out.Decisions, b)
+	}
+	return json.Marshal(out)
+}
+
+// Failed counts the results that did not pass.
+func Failed(results []Result) int {
+	n := 0
+	for _, r := range results {
+		if !r.Pass {
+			n++
+		}
+	}
+	return n
 }
 
 type line struct {
@@ -206,7 +236,7 @@ func (r *runner) scenario(ctx context.Context, s scenario) Result {
 	res := Result{Name: s.name, CallID: call, Want: outcomeNames(s.want)}
 	for _, l := range s.before {
 		if err := r.say(call, l.speaker, l.text); err != nil {
-			res.Detail = err.Error()
+			res.Got, res.Detail = "error", err.Error()
 			return res
 		}
 	}
@@ -237,7 +267,7 @@ func (r *runner) twoYeses(ctx context.Context) Result {
 	call := r.newCall()
 	res := Result{Name: twoYesesName, CallID: call, Want: "one OUTCOME_ALLOW, one OUTCOME_DUPLICATE"}
 	if err := r.say(call, transcript.Agent, "Shall I submit your appeal now?"); err != nil {
-		res.Detail = err.Error()
+		res.Got, res.Detail = "error", err.Error()
 		return res
 	}
 	type out struct {

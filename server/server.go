@@ -64,6 +64,10 @@ const (
 // natsReconnectWait is the pause between reconnect attempts to NATS.
 const natsReconnectWait = 250 * time.Millisecond
 
+// natsFlushTimeout bounds Start's wait for NATS to confirm the transcript
+// subscription.
+const natsFlushTimeout = 5 * time.Second
+
 // ErrStarted is returned by Start on a server already started or stopped.
 var ErrStarted = errors.New("server already started or stopped")
 
@@ -280,6 +284,15 @@ func (s *Server) start(ctx context.Context) error {
 	s.ingester = transcript.NewIngester(s.nc.Load(), s.cfg.SubjectPrefix, s.store, s.cfg.Limits, s.log, s.metrics)
 	if err := s.ingester.Start(); err != nil {
 		return fmt.Errorf("start transcript ingester: %w", err)
+	}
+	// A round trip to NATS, so that the server holds the subscription before
+	// the gRPC server (and its health service) listens: a transcript
+	// published once the guard reports healthy is never missed. A server
+	// not reachable yet gets the subscription when the connection is made.
+	if nc := s.nc.Load(); nc.IsConnected() {
+		if err := nc.FlushTimeout(natsFlushTimeout); err != nil {
+			s.log.Warn("NATS did not confirm the transcript subscription; it is sent again on reconnect", zap.Error(err))
+		}
 	}
 
 	var err error

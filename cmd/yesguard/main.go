@@ -1,7 +1,10 @@
 // Command yesguard runs the guard (serve, the default) and the tools around
-// it. It only parses flags into a server.Config and runs package server.
+// it. serve only parses flags into a server.Config and runs package server;
+// say, check, complete, decisions and probe talk to a running guard over
+// its public contract only (NATS and gRPC), as a pipeline or a buyer would.
 //
-// Exit codes: 0 clean stop, 1 runtime error, 2 bad flags or config.
+// Exit codes: 0 success, 1 runtime error (for probe: a probe failed; for
+// decisions: none found), 2 bad flags or config.
 package main
 
 import (
@@ -39,6 +42,11 @@ var commands = map[string]command{
 	"serve":       {"run the guard (the default)", runServe},
 	"healthcheck": {"exit 0 when the gRPC health service at --grpc-addr says SERVING, else 1", runHealthcheck},
 	"version":     {"print the version", runVersion},
+	"say":         {"publish a transcript event: say <call> <caller|agent> <text>", runSay},
+	"check":       {"ask the guard about a tool call and print the decision: check <call> <tool> ['<json args>']", runCheck},
+	"complete":    {"report an allowed call's result: complete <decision_id> ['<json result>']", runComplete},
+	"decisions":   {"print a call's evidence and refusal log: decisions <call>", runDecisions},
+	"probe":       {"run the buyer's probes against a running guard; exit 1 if one fails", runProbe},
 }
 
 // env is what a command may use of the process, so that tests can give
@@ -83,7 +91,9 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(w, "\nRun 'yesguard <command> -h' for a command's flags. Every flag of serve can also be\n"+
-		"set with an environment variable, %s<FLAG> (--grpc-addr is %sGRPC_ADDR); the flag wins.\n", envPrefix, envPrefix)
+		"set with an environment variable, %s<FLAG> (--grpc-addr is %sGRPC_ADDR); the flag wins.\n"+
+		"say, check, complete, decisions and probe read the same variables for --grpc-addr, --nats-url and\n"+
+		"--subject-prefix, so they find the guard that serve started.\n", envPrefix, envPrefix)
 }
 
 // newFlagSet returns a flag set that reports errors to e.stderr, for the

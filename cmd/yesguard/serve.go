@@ -148,13 +148,3 @@ func redactURLs(urls string) string {
 	}
 	return strings.Join(parts, ",")
 }
-
-// isTerminal reports whether w is a terminal, where people read the log.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/yesguard/yesguard/probe"
+	"github.com/yesguard/yesguard/server"
+	"github.com/yesguard/yesguard/transcript"
+)
+
+// startGuard runs a guard in-process on free loopback ports, with the
+// given policy ("" for the default), stopped at the test's end.
+func startGuard(t *testing.T, policy string) *server.Server {
+	t.Helper()
+	cfg := server.Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second}
+	if policy != "" {
+		cfg.PolicyPath = filepath.Join(t.TempDir(), "policy.yaml")
+		if err := os.WriteFile(cfg.PolicyPath, []byte(policy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := server.New(cfg, server.WithLogger(zaptest.NewLogger(t)), server.WithRegistry(prometheus.NewRegistry()),
+		server.WithDecisionSink(discardSink{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return srv
+}
+
+// guardEnv points the client commands at srv through the environment, as
+// a shell that started serve would.
+func guardEnv(srv *server.Server) map[string]string {
+	return map[string]string{"YESGUARD_GRPC_ADDR": srv.GRPCAddr(), "YESGUARD_NATS_URL": srv.NATSURL()}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCmd(t *testing.T, vars map[string]string, args ...string) result {
+	t.Helper()
+	code, stdout, stderr := runCapture(context.Background(), args, vars)
+	return result{code, stdout, stderr}
+}
+
+func (r result) expect(t *testing.T, code int, stdout ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, want := range stdout {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// subscribe collects the transcript events published for every call.
+func subscribe(t *testing.T, natsURL string) <-chan transcript.Event {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	ch := make(chan transcript.Event, 16)
+	if _, err := nc.Subscribe(server.DefaultSubjectPrefix+".>", func(m *nats.Msg) {
+		var ev transcript.Event
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Errorf("bad event %s: %v", m.Data, err)
+		}
+		ch <- ev
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+func next(t *testing.T, ch <-chan transcript.Event) transcript.Event {
+	t.Helper()
+	select {
+	case ev := <-ch:
+		return ev
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event")
+		return transcript.Event{}
+	}
+}
+
+func TestSay(t *testing.T) {
+	srv := startGuard(t, "")
+	events := subscribe(t, srv.NATSURL())
+	vars := guardEnv(srv)
+
+	runCmd(t, vars, "say", "call-1", "agent", "Shall I submit your appeal?", "--response-id", "r1").
+		expect(t, exitOK, `call-1: agent "Shall I submit your appeal?" (final, seq `, "yesguard.transcript.call-1")
+	first := next(t, events)
+	if first.CallID != "call-1" || first.Speaker != transcript.Agent || first.Type != transcript.TypeTranscript ||
+		!first.Final || first.ResponseID != "r1" || first.Text != "Shall I submit your appeal?" || first.Lang != "" {
+		t.Errorf("event %+v", first)
+	}
+
+	// Flags before the arguments, --interim, --lang; seq keeps rising
+	// across invocations.
+	r := runCmd(t, vars, "say", "--lang=en", "--interim", "--json", "call-1", "caller", "Yes")
+	r.expect(t, exitOK)
+	second := next(t, events)
+	if second.Final || second.Lang != "en" || second.Speaker != transcript.Caller {
+		t.Errorf("event %+v", second)
+	}
+	if second.Seq <= first.Seq {
+		t.Errorf("seq %d after %d: want it to rise across invocations", second.Seq, first.Seq)
+	}
+	var doc struct {
+		Subject string           `json:"subject"`
+		Event   transcript.Event `json:"event"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("--json: %v\n%s", err, r.stdout)
+	}
+	if doc.Subject != "yesguard.transcript.call-1" || doc.Event.Seq != second.Seq {
+		t.Errorf("--json %+v", doc)
+	}
+
+	// A text that starts like a flag, after "--".
+	runCmd(t, vars, "say", "call-1", "caller", "--", "-1 is my answer").expect(t, exitOK)
+	if ev := next(t, events); ev.Text != "-1 is my answer" {
+		t.Errorf("text %q", ev.Text)
+	}
+}
+
+func TestClientUsageErrors(t *testing.T) {
+	srv := startGuard(t, "")
+	vars := guardEnv(srv)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"say missing text", []string{"say", "c1", "caller"}, exitUsage, "want 3 arguments"},
+		{"say bad speaker", []string{"say", "c1", "robot", "hi"}, exitUsage, `speaker "robot"`},
+		{"say bad call", []string{"say", "c.1", "caller", "hi"}, exitUsage, "NATS subject token"},
+		{"say bad flag", []string{"say", "--nope", "c1", "caller", "hi"}, exitUsage, "nope"},
+		{"say no NATS", []string{"say", "--nats-url", "nats://127.0.0.1:1", "c1", "caller", "hi"}, exitError, "is the guard running?"},
+		{"check missing tool", []string{"check", "c1"}, exitUsage, "want 2 to 3 arguments"},
+		{"check bad args", []string{"check", "c1", "submit_appeal", "[1]"}, exitUsage, "want a JSON object"},
+		{"check no guard", []string{"check", "--grpc-addr", "127.0.0.1:1", "--timeout", "1s", "c1", "submit_appeal"}, exitError, "127.0.0.1:1"},
+		{"check bad tool", []string{"check", "c1", "bad tool!"}, exitError, "InvalidArgument"},
+		{"decisions extra", []string{"decisions", "c1", "c2"}, exitUsage, "want 1 arguments"},
+		{"decisions none", []string{"decisions", "never-checked"}, exitError, `no decisions for call "never-checked"`},
+		{"complete unknown", []string{"complete", "01NOPE"}, exitError, "NotFound"},
+		{"complete bad result", []string{"complete", "01NOPE", "x"}, exitUsage, "want a JSON object"},
+		{"probe arguments", []string{"probe", "extra"}, exitUsage, "want no arguments"},
+		{"probe no guard", []string{"probe", "--grpc-addr", "127.0.0.1:1"}, exitError, "cannot reach the guard at 127.0.0.1:1"},
+		{"help", []string{"check", "-h"}, exitOK, "Usage: yesguard check"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCmd(t, vars, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q\nstdout: %s", r.code, r.stderr, tc.code, tc.stderr, r.stdout)
+			}
+		})
+	}
+}
+
+// TestCheckDecisionsComplete walks a call through the commands a person
+// trying the guard would type.
+func TestCheckDecisionsComplete(t *testing.T) {
+	srv := startGuard(t, "")
+	vars := guardEnv(srv)
+	const call = "cli-call-1"
+
+	runCmd(t, vars, "say", call, "agent", "Shall I submit your appeal now?").expect(t, exitOK)
+	// The answer lands while the Check waits, as in a pipeline.
+	done := make(chan result, 1)
+	go func() {
+		code, stdout, stderr := runCapture(context.Background(), []string{"check", call, "submit_appeal", `{"appeal_id":"A-1"}`}, vars)
+		done <- result{code, stdout, stderr}
+	}()
+	time.Sleep(150 * time.Millisecond)
+	runCmd(t, vars, "say", call, "caller", "Yes.").expect(t, exitOK)
+	allowed := <-done
+	allowed.expect(t, exitOK,
+		`ALLOW confirmed  submit_appeal {"appeal_id":"A-1"}`,
+		`question  agent: "Shall I submit your appeal now?"`,
+		`answer    caller: "Yes."`,
+		`matched   `, `affirmative "yes"`,
+		`why       plain yes`,
+		`model     Allowed`,
+		` ms`)
+	decisionID := strings.Fields(strings.SplitN(allowed.stdout, "decision  ", 2)[1])[0]
+	decisionID = strings.TrimSuffix(decisionID, ",")
+
+	runCmd(t, vars, "complete", decisionID, `{"status":"filed"}`).expect(t, exitOK, decisionID+": result reported")
+	runCmd(t, vars, "complete", decisionID).expect(t, exitError)
+
+	// Again: a duplicate, with the original's id, in JSON.
+	r := runCmd(t, vars, "check", "--json", call, "submit_appeal", `{"appeal_id":"A-1"}`)
+	r.expect(t, exitOK)
+	var resp struct {
+		DecisionID         string         `json:"decision_id"`
+		Outcome            string         `json:"outcome"`
+		Reason             string         `json:"reason"`
+		OriginalDecisionID string         `json:"original_decision_id"`
+		OriginalResult     map[string]any `json:"original_result"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &resp); err != nil {
+		t.Fatalf("--json: %v\n%s", err, r.stdout)
+	}
+	if resp.Outcome != "OUTCOME_DUPLICATE" || resp.OriginalDecisionID != decisionID || resp.OriginalResult["status"] != "filed" {
+		t.Errorf("duplicate: %+v", resp)
+	}
+
+	// Another tool on the same yes: refused, nothing asked about it.
+	runCmd(t, vars, "check", call, "pay_bill", `{"amount":"12"}`).expect(t, exitOK, "REFUSE ", "pay_bill", "model     ")
+
+	r = runCmd(t, vars, "decisions", call)
+	r.expect(t, exitOK,
+		"call "+call+": 3 decisions, 1 refused",
+		"ALLOW confirmed  submit_appeal",
+		"DUPLICATE duplicate  submit_appeal",
+		"original  "+decisionID,
+		"REFUSE ",
+		`answer    caller: "Yes."`)
+	if strings.Count(r.stdout, "\n  decision  ") != 3 {
+		t.Errorf("want 3 decision blocks:\n%s", r.stdout)
+	}
+
+	r = runCmd(t, vars, "decisions", "--json", call)
+	r.expect(t, exitOK)
+	var list struct {
+		CallID    string `json:"call_id"`
+		Decisions []struct {
+			DecisionID string `json:"decision_id"`
+			CallID     string `json:"call_id"`
+			Outcome    string `json:"outcome"`
+			Evidence   struct {
+				Answer struct {
+					Text string `json:"text"`
+				} `json:"answer"`
+			} `json:"evidence"`
+		} `json:"decisions"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+		t.Fatalf("--json: %v\n%s", err, r.stdout)
+	}
+	if list.CallID != call || len(list.Decisions) != 3 || list.Decisions[0].DecisionID != decisionID ||
+		list.Decisions[0].Evidence.Answer.Text != "Yes." || list.Decisions[1].Outcome != "OUTCOME_DUPLICATE" {
+		t.Errorf("decisions --json: %+v", list)
+	}
+}
+
+func TestProbeCommand(t *testing.T) {
+	srv := startGuard(t, "")
+	vars := guardEnv(srv)
+
+	r := runCmd(t, vars, "probe", "--call-prefix", "ci-probe")
+	r.expect(t, exitOK, "Probing the guard at "+srv.GRPCAddr(), "all 7 probes passed", "yesguard decisions ci-probe-1")
+	if n := strings.Count(r.stdout, "\nPASS  "); n != 7 {
+		t.Errorf("%d PASS lines, want 7:\n%s", n, r.stdout)
+	}
+	for i, name := range probe.Names() {
+		if !strings.Contains(r.stdout, name) {
+			t.Errorf("probe %d %q not reported", i+1, name)
+		}
+	}
+	// The records are shown: the first probe's refusal, with its reason.
+	for _, want := range []string{"REFUSE no_question  submit_appeal", `answer    caller: "Okay."`, "ALLOW confirmed"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+
+	r = runCmd(t, vars, "probe", "--json")
+	r.expect(t, exitOK)
+	var doc struct {
+		Guard   string `json:"guard"`
+		Passed  int    `json:"passed"`
+		Failed  int    `json:"failed"`
+		Results []struct {
+			Name      string `json:"name"`
+			Pass      bool   `json:"pass"`
+			CallID    string `json:"call_id"`
+			Decisions []struct {
+				DecisionID string `json:"decision_id"`
+				Outcome    string `json:"outcome"`
+			} `json:"decisions"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("--json is not one JSON document: %v\n%s", err, r.stdout)
+	}
+	if doc.Guard != srv.GRPCAddr() || doc.Passed != 7 || doc.Failed != 0 || len(doc.Results) != 7 {
+		t.Errorf("--json: %+v", doc)
+	}
+	for _, res := range doc.Results {
+		if !res.Pass || len(res.Decisions) == 0 || res.Decisions[0].DecisionID == "" {
+			t.Errorf("result %+v", res)
+		}
+	}
+}
+
+// TestProbeCommandFails: a guard that lets submit_appeal run without a yes
+// fails the probes, and the command says so with its exit code.
+func TestProbeCommandFails(t *testing.T) {
+	srv := startGuard(t, "tools:\n  submit_appeal:\n    confirm: false\n")
+	r := runCmd(t, guardEnv(srv), "probe")
+	r.expect(t, exitError, "\nFAIL  1/7  okay to an announcement is refused", "got  OUTCOME_ALLOW/REASON_NOT_REQUIRED",
+		"ALLOW not_required  submit_appeal", "probes failed")
+	if strings.Contains(r.stdout, "all 7 probes passed") {
+		t.Errorf("reported a pass:\n%s", r.stdout)
+	}
+
+	r = runCmd(t, guardEnv(srv), "probe", "--json")
+	r.expect(t, exitError, `"failed": `)
+}
