@@ -1,6 +1,8 @@
 package patterns
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -19,9 +21,26 @@ func spanMatch(rule string, toks []string, s span) Match {
 // separableGap is how far a separated prefix may stand from its verb.
 const separableGap = 8
 
-// forms returns the inflected forms of one folded word.
-func (l *Locale) forms(w string) map[string]bool {
-	out := map[string]bool{w: true}
+// forms returns the inflected forms of one folded word; a verb's forms
+// also take the locale's prefixes (participles: "gebucht").
+func (l *Locale) forms(w string, verb bool) map[string]bool {
+	return l.inflect(w, l.inflection.Suffixes, verb, true)
+}
+
+// nounForms returns the nouns a verb makes with the locale's
+// noun_suffixes ("buchen" → "Buchung", "Buchungen").
+func (l *Locale) nounForms(w string) map[string]bool {
+	if len(l.inflection.NounSuffixes) == 0 {
+		return nil
+	}
+	return l.inflect(w, l.inflection.NounSuffixes, false, false)
+}
+
+func (l *Locale) inflect(w string, suffixes []string, verb, self bool) map[string]bool {
+	out := map[string]bool{}
+	if self {
+		out[w] = true
+	}
 	inf := l.inflection
 	stems := []string{w}
 	for _, e := range inf.Strip {
@@ -30,8 +49,9 @@ func (l *Locale) forms(w string) map[string]bool {
 			stems = append(stems, w[:len(w)-len(e)])
 		}
 	}
+	stems = l.stemVariants(stems)
 	for _, st := range stems {
-		for _, suf := range inf.Suffixes {
+		for _, suf := range suffixes {
 			out[st+Fold(suf)] = true
 		}
 	}
@@ -39,7 +59,7 @@ func (l *Locale) forms(w string) map[string]bool {
 		last := w[len(w)-1]
 		prev := w[len(w)-2]
 		if !strings.ContainsRune("aeiouwxy", rune(last)) && strings.ContainsRune("aeiou", rune(prev)) {
-			for _, suf := range inf.Suffixes {
+			for _, suf := range suffixes {
 				if suf != "" && strings.ContainsRune("aeiou", rune(suf[0])) {
 					out[w+string(last)+Fold(suf)] = true
 				}
@@ -47,13 +67,76 @@ func (l *Locale) forms(w string) map[string]bool {
 		}
 	}
 	for base, irr := range inf.Irregular {
-		if Fold(base) == w {
+		if self && Fold(base) == w {
 			for _, f := range irr {
 				out[Fold(f)] = true
 			}
 		}
 	}
+	if verb && len(inf.Prefixes) > 0 {
+		for f := range maps.Clone(out) {
+			for _, p := range inf.Prefixes {
+				out[Fold(p)+f] = true
+			}
+		}
+	}
 	return out
+}
+
+// stemVariants adds to stems the variants stem_endings and double_vowel
+// give ("betal" → "betaal", "zegg" → "zeg").
+func (l *Locale) stemVariants(stems []string) []string {
+	inf := l.inflection
+	if len(inf.StemEndings) == 0 && !inf.DoubleVowel {
+		return stems
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if len(s) >= 2 && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, st := range stems {
+		add(st)
+		for _, end := range slices.Sorted(maps.Keys(inf.StemEndings)) {
+			if fe := Fold(end); strings.HasSuffix(st, fe) && len(st) > len(fe) {
+				add(st[:len(st)-len(fe)] + Fold(inf.StemEndings[end]))
+			}
+		}
+	}
+	if inf.DoubleVowel {
+		for _, st := range slices.Clone(out) {
+			if v, ok := doubleVowel(st); ok {
+				add(v)
+			}
+		}
+	}
+	return out
+}
+
+func isVowel(b byte) bool { return strings.IndexByte("aeiou", b) >= 0 }
+
+// doubleVowel doubles the vowel of a stem ending consonant-vowel-consonant
+// ("betal" → "betaal") and makes single the doubled vowel of one ending
+// in a doubled vowel and a consonant ("afspraak" → "afsprak").
+func doubleVowel(st string) (string, bool) {
+	n := len(st)
+	if n < 3 || isVowel(st[n-1]) {
+		return "", false
+	}
+	v := st[n-2]
+	if !isVowel(v) {
+		return "", false
+	}
+	if st[n-3] == v && (n < 4 || !isVowel(st[n-4])) {
+		return st[:n-2] + st[n-1:], true // afspraak → afsprak
+	}
+	if !isVowel(st[n-3]) {
+		return st[:n-1] + string(v) + st[n-1:], true // betal → betaal
+	}
+	return "", false
 }
 
 // Action is what one tool does, in one language's words, compiled for
@@ -80,45 +163,68 @@ func (l *Locale) CompileAction(verbs, objects []string) *Action {
 		a.Object = objects[0]
 	}
 	for _, v := range verbs {
-		for _, p := range l.compileInflected(v, a.words) {
+		for _, p := range l.compileInflected(v, a.words, true) {
 			a.verbs.add(p)
+		}
+		// The nouns a verb makes name what it acts on: "die Buchung
+		// stornieren" is about cancelling, not booking.
+		if nouns := l.verbNouns(v); len(nouns) > 0 {
+			for f := range nouns {
+				a.words[f] = true
+			}
+			a.objects.add(&phrase{src: v, elems: []element{{forms: nouns}}})
 		}
 	}
 	for _, o := range objects {
-		for _, p := range l.compileInflected(o, a.words) {
+		for _, p := range l.compileInflected(o, a.words, false) {
 			a.objects.add(p)
 		}
 	}
 	return a
 }
 
-func (l *Locale) compileInflected(src string, words map[string]bool) []*phrase {
+func (l *Locale) compileInflected(src string, words map[string]bool, verb bool) []*phrase {
 	parts := strings.Fields(Fold(src))
 	if len(parts) == 0 {
 		return nil
 	}
 	head := parts[0]
-	forms := l.forms(head)
+	forms := l.forms(head, verb)
 	var out []*phrase
 	// Separable verbs: "einreichen" is also "reiche ... ein",
-	// "eingereicht" and "einzureichen".
+	// "eingereicht" and "einzureichen"; nl "indienen" is also "in te
+	// dienen".
 	for _, pre := range l.inflection.SeparablePrefixes {
 		pre = Fold(pre)
-		if len(parts) == 1 && strings.HasPrefix(head, pre) && len(head)-len(pre) >= 4 {
-			rest := l.forms(head[len(pre):])
-			for f := range rest {
-				forms[pre+f] = true
-				for _, in := range l.inflection.Infixes {
-					forms[pre+Fold(in)+f] = true
-				}
-			}
-			sep := &phrase{src: src, elems: []element{{forms: rest}}}
-			for i := 0; i < separableGap; i++ {
-				sep.elems = append(sep.elems, element{gap: true})
-			}
-			sep.elems = append(sep.elems, element{word: pre})
-			out = append(out, collapseGaps(sep))
+		if !verb || len(parts) != 1 || !strings.HasPrefix(head, pre) || len(head)-len(pre) < 4 {
+			continue
 		}
+		rest := l.forms(head[len(pre):], true)
+		for f := range rest {
+			forms[pre+f] = true
+		}
+		for _, in := range l.inflection.Infixes {
+			if fi := Fold(in); strings.TrimSpace(fi) != fi && strings.TrimSpace(fi) != "" {
+				w := strings.TrimSpace(fi)
+				// A word of its own: "in te dienen".
+				sep := &phrase{src: src, elems: []element{{word: pre}}}
+				for _, iw := range strings.Fields(w) {
+					sep.elems = append(sep.elems, element{word: iw})
+				}
+				sep.elems = append(sep.elems, element{forms: rest})
+				out = append(out, sep)
+				continue
+			}
+			for f := range rest {
+				forms[pre+Fold(in)+f] = true
+			}
+		}
+		sep := &phrase{src: src, elems: []element{{forms: rest}}}
+		for i := 0; i < separableGap; i++ {
+			sep.elems = append(sep.elems, element{gap: true})
+		}
+		sep.elems = append(sep.elems, element{word: pre, ends: l.endsClause})
+		out = append(out, collapseGaps(sep))
 	}
 	for f := range forms {
 		words[f] = true
@@ -132,6 +238,51 @@ func (l *Locale) compileInflected(src string, words map[string]bool) []*phrase {
 		words[w] = true
 	}
 	return append(out, p)
+}
+
+// verbNouns returns the nouns of a one-word verb, a separable one's
+// included ("einreichen" → "Einreichung").
+func (l *Locale) verbNouns(src string) map[string]bool {
+	parts := strings.Fields(Fold(src))
+	if len(parts) != 1 || len(l.inflection.NounSuffixes) == 0 {
+		return nil
+	}
+	head := parts[0]
+	out := l.nounForms(head)
+	for _, pre := range l.inflection.SeparablePrefixes {
+		pre = Fold(pre)
+		if strings.HasPrefix(head, pre) && len(head)-len(pre) >= 4 {
+			for f := range l.nounForms(head[len(pre):]) {
+				out[pre+f] = true
+			}
+		}
+	}
+	return out
+}
+
+// endsClause reports whether toks[i], a separated verb prefix, ends its
+// clause: nothing follows it in the sentence but glue, politeness,
+// fillers or a yes ("reichen Sie ihn ein, das wäre super"), or a
+// conjunction opens the next clause ("reiche ihn ein, sobald Sie
+// zustimmen"). A prefix followed by other words is a preposition ("sage
+// Ihnen ab Montag", "reicht ein Termin").
+func (l *Locale) endsClause(toks []string, i int) bool {
+	rest := toks[i+1:]
+	if len(rest) == 0 {
+		return true
+	}
+	if _, ok := l.conjunctions.startsWith(rest); ok {
+		return true
+	}
+	covered := make([]bool, len(rest))
+	for _, pl := range []*phraseList{&l.glue, &l.politeness, &l.fillers, &l.affirmatives} {
+		for _, s := range pl.find(rest) {
+			for k := s.start; k < s.end; k++ {
+				covered[k] = true
+			}
+		}
+	}
+	return !slices.Contains(covered, false)
 }
 
 // collapseGaps turns n consecutive gap elements into a chain the matcher
@@ -221,6 +372,23 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 		j.Affirmative = true
 		j.Matches = append(j.Matches, spanMatch("affirmative", toks, s))
 	}
+	// What a yes says covers a question word it holds ("können Sie gerne
+	// machen"): only a question word the yes takes whole.
+	saidYes := slices.Clone(covered)
+	var verbSpans []span
+	if a != nil {
+		verbSpans = a.verbs.find(toks)
+		// A particle right after one of the action's verbs is no
+		// condition ("boek het maar", "dien het bezwaar maar in").
+		if !l.particles.empty() {
+			for _, s := range l.particles.find(toks) {
+				if !overlapsCovered(s) && l.followsVerb(toks, s.start, a, verbSpans, echo) {
+					cover(s)
+					j.Matches = append(j.Matches, spanMatch("particle", toks, s))
+				}
+			}
+		}
+	}
 	for _, k := range []struct {
 		rule string
 		list *phraseList
@@ -236,14 +404,17 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 			}
 		}
 	}
+	off := 0
 	for _, sen := range t.Sentences {
+		base := off
+		off += len(sen.Tokens)
 		if sen.Marked {
 			j.NotPlain = true
 			j.Matches = append(j.Matches, Match{Rule: "question", Pattern: "?", Text: sen.Raw})
 			if j.Detail == "" {
 				j.Detail = "asks a question: \"" + sen.Raw + "\""
 			}
-		} else if s, ok := l.questionWords.startsWith(sen.Tokens); ok {
+		} else if s, ok := l.questionWords.startsWith(sen.Tokens); ok && slices.Contains(saidYes[base+s.start:base+s.end], false) {
 			j.NotPlain = true
 			j.Matches = append(j.Matches, spanMatch("question", sen.Tokens, s))
 			if j.Detail == "" {
@@ -272,13 +443,20 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 	}
 
 	if a != nil {
-		for _, s := range a.verbs.find(toks) {
-			cover(s)
+		// A verb or object covers the words it takes, not what a gap in
+		// it stands for: "reichen Sie ihn für meine Schwester ein" says
+		// more than yes.
+		for _, s := range verbSpans {
+			for _, p := range positions(s.p.elems, toks, s.start) {
+				covered[p] = true
+			}
 			j.Verb = true
 			j.Matches = append(j.Matches, spanMatch("verb", toks, s))
 		}
 		for _, s := range a.objects.find(toks) {
-			cover(s)
+			for _, p := range positions(s.p.elems, toks, s.start) {
+				covered[p] = true
+			}
 		}
 	}
 	for _, pl := range []*phraseList{&l.fillers, &l.politeness, &l.glue, &l.requests} {
@@ -307,6 +485,37 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 	return j
 }
 
+// particleReach is how many words back from a particle its verb may stand.
+const particleReach = 6
+
+// followsVerb reports whether toks[i] follows one of the action's verbs
+// with nothing but glue, the action's words and words of the question
+// between ("boek de afspraak maar").
+func (l *Locale) followsVerb(toks []string, i int, a *Action, verbSpans []span, echo map[string]bool) bool {
+	verbAt := map[int]bool{}
+	for _, s := range verbSpans {
+		for _, p := range positions(s.p.elems, toks, s.start) {
+			verbAt[p] = true
+		}
+	}
+	glueAt := map[int]bool{}
+	for _, s := range l.glue.find(toks) {
+		for k := s.start; k < s.end; k++ {
+			glueAt[k] = true
+		}
+	}
+	for k := i - 1; k >= 0 && k >= i-particleReach; k-- {
+		switch {
+		case verbAt[k]:
+			return true
+		case glueAt[k] || a.words[toks[k]] || echo[toks[k]]:
+			continue
+		}
+		return false
+	}
+	return false
+}
+
 // Question is the sentence of an agent turn that asks.
 type Question struct {
 	// Index of the sentence in the turn's Text.
@@ -318,6 +527,9 @@ type Question struct {
 // LastQuestion finds the last sentence of an agent turn that asks: one
 // ending in "?", one holding a confirm request ("please confirm",
 // "shall I"), or one opening like a question ("do you", "would you").
+// When that sentence is an open question (it holds one of the locale's
+// open_questions: "when", "which", "or would you rather"), the turn asks
+// nothing a yes answers: LastQuestion returns it with false.
 func (l *Locale) LastQuestion(t Text) (Question, bool) {
 	for i := len(t.Sentences) - 1; i >= 0; i-- {
 		s := t.Sentences[i]
@@ -332,10 +544,51 @@ func (l *Locale) LastQuestion(t Text) (Question, bool) {
 			q.Matches = append(q.Matches, spanMatch("question_start", s.Tokens, sp))
 		}
 		if len(q.Matches) > 0 {
+			// "Wann soll ich den Termin buchen?", "Dienstag oder lieber
+			// Mittwoch?": a yes answers no such question.
+			if m, ok := l.openQuestion(s.Tokens); ok {
+				q.Matches = append(q.Matches, m)
+				return q, false
+			}
 			return q, true
 		}
 	}
 	return Question{}, false
+}
+
+// openQuestion finds what makes toks a question a yes does not answer: an
+// open_questions phrase not wholly inside the confirm request that asks
+// ("lassen Sie mich wissen, ob ..." asks for a yes), or an alternatives word
+// followed by more than a negation ("Dienstag oder Mittwoch", not "...,
+// oder?" or "oder nicht").
+func (l *Locale) openQuestion(toks []string) (Match, bool) {
+	asks := make([]bool, len(toks))
+	for _, s := range l.confirmRequests.find(toks) {
+		for k := s.start; k < s.end; k++ {
+			asks[k] = true
+		}
+	}
+	// A phrase wholly inside the confirm request belongs to it.
+	inside := func(s span) bool { return !slices.Contains(asks[s.start:s.end], false) }
+	for _, s := range l.openQuestions.find(toks) {
+		if !inside(s) {
+			return spanMatch("open_question", toks, s), true
+		}
+	}
+	for _, s := range l.alternatives.find(toks) {
+		if inside(s) {
+			continue // "kunt u bevestigen of ..." asks whether
+		}
+		rest := toks[s.end:]
+		if len(rest) == 0 {
+			continue // a tag: "das passt so, oder?"
+		}
+		if n, ok := l.negations.startsWith(rest); ok && n.end == len(rest) {
+			continue // "oder nicht?"
+		}
+		return spanMatch("alternative", toks, s), true
+	}
+	return Match{}, false
 }
 
 // RefKind is how a sentence refers to an action.
@@ -377,7 +630,10 @@ const governWindow = 6
 // the verbs of every other action the policy knows.
 func (l *Locale) Refers(s Sentence, a, others *Action) Ref {
 	toks := s.Tokens
-	if sp := a.verbs.find(toks); len(sp) > 0 {
+	// Words after a side clause's opening are not what is asked: "Möchten
+	// Sie noch etwas ändern, bevor ich den Widerspruch einreiche?"
+	side := l.sideClause(toks)
+	if sp := a.verbs.find(toks[:side]); len(sp) > 0 {
 		return Ref{Kind: RefVerb, Matches: []Match{spanMatch("verb", toks, sp[0])}}
 	}
 	type gov struct {
@@ -385,10 +641,10 @@ func (l *Locale) Refers(s Sentence, a, others *Action) Ref {
 		proceed bool
 	}
 	var govs []gov
-	for _, sp := range l.proceed.find(toks) {
+	for _, sp := range l.proceed.find(toks[:side]) {
 		govs = append(govs, gov{sp, true})
 	}
-	for _, sp := range l.confirmVerbs.find(toks) {
+	for _, sp := range l.confirmVerbs.find(toks[:side]) {
 		govs = append(govs, gov{sp, false})
 	}
 	sort.Slice(govs, func(i, j int) bool { return govs[i].s.start < govs[j].s.start })
@@ -400,29 +656,174 @@ func (l *Locale) Refers(s Sentence, a, others *Action) Ref {
 				spanMatch("object", region, sp[0]),
 			}}
 		}
+		if l.governBefore {
+			region := l.beforeRegion(toks, g.s.start)
+			if sp, ok := l.governedBefore(region, a); ok {
+				return Ref{Kind: RefObject, Matches: []Match{
+					spanMatch(ruleOf(g.proceed), toks, g.s),
+					spanMatch("object", region, sp),
+				}}
+			}
+		}
 	}
 	if others != nil {
 		if sp := others.verbs.find(toks); len(sp) > 0 {
 			return Ref{Kind: RefOther, Matches: []Match{spanMatch("other_action", toks, sp[0])}}
 		}
 	}
-	for _, g := range govs {
-		rest := l.contentWords(toks[g.s.end:])
-		if len(rest) == 0 {
-			if g.proceed {
-				return Ref{Kind: RefProceed, Matches: []Match{spanMatch("proceed", toks, g.s)}}
+	if len(govs) > 0 {
+		// Words that ask or govern name nothing: "Okay, möchten Sie
+		// fortfahren?" holds no object.
+		asks := make([]bool, len(toks))
+		mark := func(s span) {
+			for k := s.start; k < s.end; k++ {
+				asks[k] = true
 			}
-			return Ref{Kind: RefBack, Matches: []Match{spanMatch("confirm", toks, g.s)}}
 		}
-		return Ref{Kind: RefOther, Matches: []Match{
-			spanMatch(ruleOf(g.proceed), toks, g.s),
-			{Rule: "other_object", Text: strings.Join(rest, " ")},
-		}}
+		for _, s := range l.confirmRequests.find(toks) {
+			mark(s)
+		}
+		if s, ok := l.questionStarts.startsWith(toks); ok {
+			mark(s)
+		}
+		for _, g := range govs {
+			mark(g.s)
+		}
+		// Only a sentence that asks governs what stands before its
+		// proceed or confirm phrase; elsewhere that is a clause of its
+		// own ("Ich reiche ihn ein, sobald Sie zustimmen").
+		asking := s.Marked || slices.Contains(asks, true)
+		var first *gov
+		for i, g := range govs {
+			rest := l.contentWords(unasked(toks, asks, g.s.end, len(toks)))
+			if l.governBefore && asking {
+				// "Möchten Sie mit der Erstattung fortfahren?"
+				lo := g.s.start - len(l.beforeRegion(toks, g.s.start))
+				rest = append(l.contentWords(unasked(toks, asks, lo, g.s.start)), rest...)
+			}
+			if len(rest) > 0 {
+				return Ref{Kind: RefOther, Matches: []Match{
+					spanMatch(ruleOf(g.proceed), toks, g.s),
+					{Rule: "other_object", Text: strings.Join(rest, " ")},
+				}}
+			}
+			if first == nil || (g.proceed && !first.proceed) {
+				first = &govs[i]
+			}
+		}
+		if first.proceed {
+			return Ref{Kind: RefProceed, Matches: []Match{spanMatch("proceed", toks, first.s)}}
+		}
+		return Ref{Kind: RefBack, Matches: []Match{spanMatch("confirm", toks, first.s)}}
 	}
 	if sp, ok := l.backReferences.first(toks); ok {
 		return Ref{Kind: RefBack, Matches: []Match{spanMatch("back_reference", toks, sp)}}
 	}
+	// A question that is nothing but its asking words points back:
+	// "Soll ich?", "Shall I?".
+	asks := make([]bool, len(toks))
+	var asking []span
+	if sp, ok := l.questionStarts.startsWith(toks); ok {
+		asking = append(asking, sp)
+	}
+	asking = append(asking, l.confirmRequests.find(toks)...)
+	for _, sp := range asking {
+		for k := sp.start; k < sp.end; k++ {
+			asks[k] = true
+		}
+	}
+	if len(asking) > 0 && len(l.contentWords(unasked(toks, asks, 0, len(toks)))) == 0 {
+		return Ref{Kind: RefBack, Matches: []Match{spanMatch("back_reference", toks, asking[0])}}
+	}
 	return Ref{Kind: RefNone}
+}
+
+// governBeforeWindow is how many words before a proceed or confirm phrase
+// may hold the object it governs, with govern_before.
+const governBeforeWindow = 10
+
+// beforeRegion returns the words before toks[end] that a proceed or
+// confirm phrase there may govern: at most governBeforeWindow of them,
+// after the confirm request or question opening that asks ("Möchten Sie
+// | mit dem Widerspruch | fortfahren").
+func (l *Locale) beforeRegion(toks []string, end int) []string {
+	lo := max(0, end-governBeforeWindow)
+	spans := l.confirmRequests.find(toks[:end])
+	if s, ok := l.questionStarts.startsWith(toks[:end]); ok {
+		spans = append(spans, s)
+	}
+	for _, s := range spans {
+		if s.end <= end && s.end > lo {
+			lo = s.end
+		}
+	}
+	return toks[lo:end]
+}
+
+// governedBefore finds an object governed from after it: region holds
+// one of a's objects and, besides it, only glue, politeness, fillers,
+// numbers, and the words a preposition or a number opens ("die Zahlung
+// von 120,50 Euro", "den Termin am Dienstag um 10 Uhr"). A region with
+// another verb or clause in it ("den Widerspruch jetzt prüfen und dann")
+// governs nothing.
+func (l *Locale) governedBefore(region []string, a *Action) (span, bool) {
+	objs := a.objects.find(region)
+	if len(objs) == 0 {
+		return span{}, false
+	}
+	const (
+		other = iota
+		small // glue, politeness, fillers
+		number
+		prep
+		object
+	)
+	kind := make([]int, len(region))
+	for _, k := range []struct {
+		pl   *phraseList
+		kind int
+	}{{&l.glue, small}, {&l.politeness, small}, {&l.fillers, small}, {&l.prepositions, prep}} {
+		for _, s := range k.pl.find(region) {
+			for i := s.start; i < s.end; i++ {
+				kind[i] = k.kind
+			}
+		}
+	}
+	for i, tok := range region {
+		if _, ok := l.ParseNumber(tok); ok {
+			kind[i] = number
+		}
+	}
+	for _, s := range objs {
+		for _, p := range positions(s.p.elems, region, s.start) {
+			kind[p] = object
+		}
+	}
+	for i := range region {
+		if kind[i] != other {
+			continue
+		}
+		// A word a preposition opens, with a glue word between at most
+		// ("am Dienstag", "für den Dienstag"), or one after a number
+		// ("10 Uhr", "120,50 Euro").
+		switch {
+		case i > 0 && (kind[i-1] == prep || kind[i-1] == number):
+			continue
+		case i > 1 && kind[i-1] == small && kind[i-2] == prep:
+			continue
+		}
+		return span{}, false
+	}
+	return objs[0], true
+}
+
+// sideClause returns where the first side clause of toks opens (a
+// side_clauses phrase: "bevor", "nachdem"), or len(toks).
+func (l *Locale) sideClause(toks []string) int {
+	if sp, ok := l.sideClauses.first(toks); ok {
+		return sp.start
+	}
+	return len(toks)
 }
 
 func ruleOf(proceed bool) string {
@@ -430,6 +831,17 @@ func ruleOf(proceed bool) string {
 		return "proceed"
 	}
 	return "confirm"
+}
+
+// unasked returns toks[lo:hi] less the words asks marks.
+func unasked(toks []string, asks []bool, lo, hi int) []string {
+	var out []string
+	for k := lo; k < hi; k++ {
+		if !asks[k] {
+			out = append(out, toks[k])
+		}
+	}
+	return out
 }
 
 // contentWords returns toks less glue, politeness, fillers and back
@@ -453,10 +865,16 @@ func (l *Locale) contentWords(toks []string) []string {
 }
 
 // NamesObject reports whether any sentence of t names one of a's objects.
+// A sentence that holds an open question ("ich sage Ihnen, ab wann wieder
+// Termine frei sind") speaks about the object, not of doing the action,
+// and does not count; nor does an object in a side clause ("bevor ich den
+// Widerspruch einreiche, ...").
 func (l *Locale) NamesObject(t Text, a *Action) bool {
 	for _, s := range t.Sentences {
-		if len(a.objects.find(s.Tokens)) > 0 {
-			return true
+		if len(a.objects.find(s.Tokens[:l.sideClause(s.Tokens)])) > 0 {
+			if _, open := l.openQuestion(s.Tokens); !open {
+				return true
+			}
 		}
 	}
 	return false

@@ -33,6 +33,12 @@ type File struct {
 	DecimalComma bool `yaml:"decimal_comma"`
 	// Elisions are split off the word they lead ("j'", "l'").
 	Elisions []string `yaml:"elisions"`
+	// Clitics are split off the end of the word they follow and read as
+	// the word they stand for ("geht's" is "geht" "es").
+	Clitics map[string]string `yaml:"clitics"`
+	// OrdinalDot: a dot right after a number of one or two digits and
+	// before a word marks an ordinal ("am 12. Mai"), not a sentence end.
+	OrdinalDot bool `yaml:"ordinal_dot"`
 
 	// Caller turns.
 	Affirmatives   []string `yaml:"affirmatives"`
@@ -46,7 +52,10 @@ type File struct {
 	Politeness     []string `yaml:"politeness"`
 	Glue           []string `yaml:"glue"`
 	Requests       []string `yaml:"requests"`
-	QuantityWords  []string `yaml:"quantity_words"`
+	// Particles: words of hedges, conditions or additions that are mere
+	// particles after one of the action's verbs (nl "boek het maar").
+	Particles     []string `yaml:"particles"`
+	QuantityWords []string `yaml:"quantity_words"`
 	// NumberWords maps number words to their value ("two": 2).
 	NumberWords map[string]float64 `yaml:"number_words"`
 
@@ -56,6 +65,27 @@ type File struct {
 	Proceed         []string `yaml:"proceed"`
 	ConfirmVerbs    []string `yaml:"confirm_verbs"`
 	BackReferences  []string `yaml:"back_references"`
+	// OpenQuestions: a question holding one of these asks for a detail or
+	// a choice ("when", "which", "or would you rather"), which a yes does
+	// not answer.
+	OpenQuestions []string `yaml:"open_questions"`
+	// SideClauses open a clause beside what a question asks ("bevor ich
+	// den Widerspruch einreiche"): the action's words in it do not make
+	// the question about the action.
+	SideClauses []string `yaml:"side_clauses"`
+	// Alternatives offer a choice where more than a negation follows
+	// them in a question ("Dienstag oder Mittwoch?", not "..., oder?").
+	Alternatives []string `yaml:"alternatives"`
+	// GovernBefore: a proceed or confirm phrase also governs an object
+	// just before it ("mit dem Widerspruch fortfahren").
+	GovernBefore bool `yaml:"govern_before"`
+	// Conjunctions open a clause: a separated verb prefix they follow
+	// ends its clause ("reiche ihn ein, sobald ...").
+	Conjunctions []string `yaml:"conjunctions"`
+	// Prepositions open a phrase that may stand between an object and the
+	// phrase that governs it from after ("den Termin am Dienstag
+	// bestätigen"), with govern_before.
+	Prepositions []string `yaml:"prepositions"`
 
 	// Inflection turns a policy's verbs and objects into the forms a
 	// model uses.
@@ -78,8 +108,25 @@ type Inflection struct {
 	// ("einreichen" as "reiche ... ein").
 	SeparablePrefixes []string `yaml:"separable_prefixes"`
 	// Infixes stand between a separable prefix and the stem
-	// ("ge" in "eingereicht", "zu" in "einzureichen").
+	// ("ge" in "eingereicht", "zu" in "einzureichen"). An infix written
+	// with a space on each side is a word of its own (nl " te ":
+	// "in te dienen").
 	Infixes []string `yaml:"infixes"`
+	// NounSuffixes make nouns of a verb ("ung": "Buchung"): such a noun
+	// names what the action acts on, like one of its objects, not the
+	// action itself ("die Buchung stornieren").
+	NounSuffixes []string `yaml:"noun_suffixes"`
+	// Prefixes are put before each form of a verb (not of an object):
+	// "ge" gives participles (gebucht, geboekt).
+	Prefixes []string `yaml:"prefixes"`
+	// StemEndings: a stem that ends in a key also ends in its value
+	// ("v": "f" gives nl "leef" of "leven"; "gg": "g" gives "zeg" of
+	// "zeggen").
+	StemEndings map[string]string `yaml:"stem_endings"`
+	// DoubleVowel: a stem ending in one vowel and a consonant also has the
+	// vowel doubled, and one ending in a doubled vowel and a consonant
+	// also has it single (nl "betal" ↔ "betaal", "afspraak" ↔ "afsprak").
+	DoubleVowel bool `yaml:"double_vowel"`
 }
 
 // Locale is one language's compiled rules. It is immutable.
@@ -88,11 +135,16 @@ type Locale struct {
 	name          string
 	maxPlainWords int
 	decimalComma  bool
+	ordinalDot    bool
 	elisions      []string
+	clitics       []clitic
 
 	affirmatives, negationIdioms, negations, hedges, conditions, additions phraseList
 	questionWords, fillers, politeness, glue, requests, quantityWords      phraseList
 	confirmRequests, questionStarts, proceed, confirmVerbs, backReferences phraseList
+	particles, openQuestions, alternatives, prepositions, conjunctions     phraseList
+	sideClauses                                                            phraseList
+	governBefore                                                           bool
 
 	numberWords map[string]float64
 	inflection  Inflection
@@ -238,9 +290,13 @@ func (f *File) Validate(lang string) error {
 		"confirm_requests": f.ConfirmRequests, "question_starts": f.QuestionStarts,
 		"proceed": f.Proceed, "confirm_verbs": f.ConfirmVerbs, "back_references": f.BackReferences,
 		"elisions": f.Elisions, "inflection.strip": f.Inflection.Strip,
+		"particles": f.Particles, "open_questions": f.OpenQuestions, "prepositions": f.Prepositions,
+		"conjunctions":                  f.Conjunctions,
 		"inflection.suffixes":           f.Inflection.Suffixes,
 		"inflection.separable_prefixes": f.Inflection.SeparablePrefixes,
 		"inflection.infixes":            f.Inflection.Infixes,
+		"inflection.prefixes":           f.Inflection.Prefixes,
+		"inflection.noun_suffixes":      f.Inflection.NounSuffixes,
 	}
 	for _, key := range slices.Sorted(maps.Keys(lists)) {
 		seen := map[string]int{}
@@ -263,6 +319,20 @@ func (f *File) Validate(lang string) error {
 			bad("number_words", "%q: a number word is one word", w)
 		}
 	}
+	for _, c := range slices.Sorted(maps.Keys(f.Clitics)) {
+		fc := Fold(strings.TrimSpace(c))
+		if len(fc) < 2 || fc[0] != '\'' || strings.ContainsAny(fc[1:], "' ") {
+			bad("clitics", "%q: a clitic is an apostrophe and letters (\"'s\")", c)
+		}
+		if w := strings.TrimSpace(f.Clitics[c]); w == "" || strings.ContainsRune(w, ' ') {
+			bad("clitics", "%q: stands for one word, got %q", c, f.Clitics[c])
+		}
+	}
+	for _, e := range slices.Sorted(maps.Keys(f.Inflection.StemEndings)) {
+		if strings.TrimSpace(e) == "" {
+			bad("inflection.stem_endings", "empty ending")
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -278,6 +348,12 @@ func compileLocale(f *File) *Locale {
 	for _, e := range f.Elisions {
 		l.elisions = append(l.elisions, Fold(strings.TrimSpace(e)))
 	}
+	l.ordinalDot = f.OrdinalDot
+	for _, c := range slices.Sorted(maps.Keys(f.Clitics)) {
+		l.clitics = append(l.clitics, clitic{suffix: Fold(strings.TrimSpace(c)), word: Fold(strings.TrimSpace(f.Clitics[c]))})
+	}
+	// Longest clitic first.
+	sort.SliceStable(l.clitics, func(i, j int) bool { return len(l.clitics[i].suffix) > len(l.clitics[j].suffix) })
 	// Longest elision first, so "qu'" wins over a shorter one.
 	sort.Slice(l.elisions, func(i, j int) bool { return len(l.elisions[i]) > len(l.elisions[j]) })
 	for w, v := range f.NumberWords {
@@ -301,6 +377,13 @@ func compileLocale(f *File) *Locale {
 	l.proceed = c(f.Proceed)
 	l.confirmVerbs = c(f.ConfirmVerbs)
 	l.backReferences = c(f.BackReferences)
+	l.particles = c(f.Particles)
+	l.openQuestions = c(f.OpenQuestions)
+	l.alternatives = c(f.Alternatives)
+	l.sideClauses = c(f.SideClauses)
+	l.prepositions = c(f.Prepositions)
+	l.conjunctions = c(f.Conjunctions)
+	l.governBefore = f.GovernBefore
 	return l
 }
 

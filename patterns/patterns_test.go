@@ -1,8 +1,10 @@
 package patterns
 
 import (
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 )
@@ -279,3 +281,448 @@ func FuzzJudge(f *testing.F) {
 }
 
 func writeFile(path, body string) error { return os.WriteFile(path, []byte(body), 0o600) }
+
+// --- German and Dutch, and the locale keys they brought ---------------------
+
+// locale loads one embedded locale by language code.
+func locale(t testing.TB, lang string) *Locale {
+	t.Helper()
+	s, err := LoadEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.Get(lang)
+	if l == nil {
+		t.Fatalf("no %s locale", lang)
+	}
+	return l
+}
+
+func TestFoldIsSafeConcurrently(t *testing.T) {
+	in := []string{"Überweisung", "Straße", "geannuleerd én", "réservez-le", "Möchten Sie fortfahren?"}
+	want := []string{"uberweisung", "strasse", "geannuleerd en", "reservez-le", "mochten sie fortfahren?"}
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				k := i % len(in)
+				if got := Fold(in[k]); got != want[k] {
+					errs <- fmt.Sprintf("Fold(%q) = %q", in[k], got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+func TestParseGermanDutch(t *testing.T) {
+	de, nl := locale(t, "de"), locale(t, "nl")
+	for _, tc := range []struct {
+		l      *Locale
+		in     string
+		tokens [][]string
+	}{
+		// ordinal_dot: a date is one sentence.
+		{de, "Soll ich den Termin am 12. Mai buchen?", [][]string{{"soll", "ich", "den", "termin", "am", "12", "mai", "buchen"}}},
+		{de, "Es kostet 120. Soll ich?", [][]string{{"es", "kostet", "120"}, {"soll", "ich"}}},
+		// clitics: 's is es.
+		{de, "Genau, so machen wir's. Wenn's geht!", [][]string{{"genau", "so", "machen", "wir", "es"}, {"wenn", "es", "geht"}}},
+		{de, "Überweisung über 1.200,50 €", [][]string{{"uberweisung", "uber", "1.200,50"}}},
+		{nl, "Oké, dien 't maar in. Ik wacht.", [][]string{{"oke", "dien", "t", "maar", "in"}, {"ik", "wacht"}}},
+	} {
+		got := tc.l.Parse(tc.in)
+		if len(got.Sentences) != len(tc.tokens) {
+			t.Errorf("%s Parse(%q) = %+v", tc.l.Lang(), tc.in, got)
+			continue
+		}
+		for i, s := range got.Sentences {
+			if strings.Join(s.Tokens, "|") != strings.Join(tc.tokens[i], "|") {
+				t.Errorf("%s Parse(%q)[%d] = %q, want %q", tc.l.Lang(), tc.in, i, s.Tokens, tc.tokens[i])
+			}
+		}
+	}
+	// English keeps a dot after a number as a sentence end.
+	if got := en(t).Parse("Step 2. Shall I submit it?"); len(got.Sentences) != 2 {
+		t.Errorf("en ordinal dot: %+v", got)
+	}
+}
+
+func TestNumbersWithDecimalComma(t *testing.T) {
+	for _, lang := range []string{"de", "nl"} {
+		l := locale(t, lang)
+		for in, want := range map[string]float64{
+			"120,50 €": 120.5, "€ 120,50": 120.5, "120,50 Euro": 120.5, "1.200,50": 1200.5, "1.200": 1200, "45": 45,
+		} {
+			nums := l.Numbers(l.Parse(in))
+			if len(nums) != 1 || nums[0] != want {
+				t.Errorf("%s Numbers(%q) = %v, want %v", lang, in, nums, want)
+			}
+		}
+	}
+}
+
+func TestInflectionGermanDutch(t *testing.T) {
+	for _, tc := range []struct {
+		lang     string
+		verbs    []string
+		match    []string
+		nonMatch []string
+	}{
+		{"de", []string{"einreichen"}, []string{
+			"einreichen", "einreiche", "reiche den Widerspruch ein", "Reichen Sie ihn bitte ein, danke",
+			"eingereicht", "einzureichen", "reicht ihn ein, sobald Sie zustimmen",
+		}, []string{"reichen", "Das reicht.", "Reicht Ihnen ein Termin am Dienstag?", "Einreichung"}},
+		{"de", []string{"absenden", "absagen"}, []string{"sende ihn ab", "abgesendet", "abzusenden", "sagen Sie den Termin ab", "abgesagt"},
+			[]string{"Ich sage Ihnen ab Montag Bescheid", "Soll ich Ihnen sagen, ab wann"}},
+		{"de", []string{"buchen", "stornieren", "zahlen"}, []string{"gebucht", "bucht", "buche", "storniert", "storniere", "gezahlt"}, []string{"Buchung", "Stornierung"}},
+		{"nl", []string{"indienen"}, []string{"indienen", "indien", "dien het bezwaar in", "ingediend", "in te dienen", "indient"}, []string{"dienen", "in de tussentijd dienen", "indiening"}},
+		{"nl", []string{"boeken", "betalen", "annuleren"}, []string{"boek", "boekt", "geboekt", "boekte", "betaal", "betaalt", "betaald", "betaalde", "annuleer", "geannuleerd"}, []string{"boeking", "betaling"}},
+		{"nl", []string{"afzeggen", "inplannen", "overmaken"}, []string{"zeg hem af", "afgezegd", "ingepland", "plan het in", "overgemaakt", "maak het over"}, []string{"zeg", "plan"}},
+	} {
+		l := locale(t, tc.lang)
+		a := l.CompileAction(tc.verbs, nil)
+		for _, s := range tc.match {
+			if len(a.verbs.find(l.Parse(s).Tokens())) == 0 {
+				t.Errorf("%s %v: %q does not match", tc.lang, tc.verbs, s)
+			}
+		}
+		for _, s := range tc.nonMatch {
+			if sp := a.verbs.find(l.Parse(s).Tokens()); len(sp) != 0 {
+				t.Errorf("%s %v: %q matches as a verb (%v)", tc.lang, tc.verbs, s, sp[0].p.src)
+			}
+		}
+	}
+	// Nouns a verb makes are objects: they stand in a plain yes.
+	de := locale(t, "de")
+	a := de.CompileAction([]string{"buchen"}, []string{"Termin"})
+	if !de.NamesObject(de.Parse("Die Buchung ist vorbereitet."), a) || !a.words["buchungen"] {
+		t.Error("Buchung is not an object of buchen")
+	}
+	// Nouns take their plural.
+	nl := locale(t, "nl")
+	b := nl.CompileAction([]string{"indienen"}, []string{"afspraak", "bezwaar"})
+	for _, w := range []string{"afspraken", "bezwaren"} {
+		if !nl.NamesObject(nl.Parse(w), b) {
+			t.Errorf("nl %q is not an object", w)
+		}
+	}
+}
+
+func TestStemVariants(t *testing.T) {
+	nl := locale(t, "nl")
+	for word, want := range map[string][]string{
+		"betalen": {"betaal", "betaald"}, "afspraak": {"afspraken"}, "zeggen": {"zeg", "zegt"},
+		"leven": {"leef", "leeft"}, "plannen": {"plan", "gepland"},
+	} {
+		forms := nl.forms(word, !strings.HasPrefix(word, "afspraak"))
+		if word == "afspraak" {
+			forms = nl.forms(word, false)
+		}
+		for _, w := range want {
+			if !forms[w] {
+				t.Errorf("nl forms(%q) lacks %q", word, w)
+			}
+		}
+	}
+	if v, ok := doubleVowel("boek"); ok {
+		t.Errorf("doubleVowel(boek) = %q", v)
+	}
+}
+
+type verdict struct{ negated, notPlain, affirmative, verb bool }
+
+func judge(l *Locale, a *Action, text string) verdict {
+	j := l.JudgeAnswer(l.Parse(text), a, nil)
+	if j.Negated {
+		return verdict{negated: true}
+	}
+	return verdict{j.Negated, j.NotPlain, j.Affirmative, j.Verb}
+}
+
+func TestJudgeAnswerGermanDutch(t *testing.T) {
+	yes, no, notPlain := verdict{affirmative: true}, verdict{negated: true}, verdict{notPlain: true, affirmative: true}
+	de, nl := locale(t, "de"), locale(t, "nl")
+	deA := de.CompileAction([]string{"einreichen"}, []string{"Widerspruch"})
+	nlA := nl.CompileAction([]string{"boeken", "indienen"}, []string{"afspraak", "bezwaar"})
+	for _, tc := range []struct {
+		l    *Locale
+		a    *Action
+		text string
+		want verdict
+	}{
+		{de, deA, "Ja, genau.", yes},
+		{de, deA, "Passt, danke schön.", yes},
+		{de, deA, "Jawohl.", yes},
+		{de, deA, "In Ordnung.", yes},
+		{de, deA, "Aber gerne!", yes},
+		{de, deA, "Kein Problem, machen Sie das.", yes},
+		{de, deA, "Klar, warum nicht.", yes},
+		{de, deA, "Genau, so machen wir's.", yes},
+		{de, deA, "Können Sie gerne so machen.", yes},
+		{de, deA, "Stimmt, das ist richtig.", yes},
+		{de, deA, "Ja, reichen Sie ihn bitte ein.", verdict{affirmative: true, verb: true}},
+		{de, deA, "Ja, reichen Sie ihn für meine Schwester ein.", verdict{notPlain: true, affirmative: true, verb: true}},
+		{de, deA, "Nein.", no},
+		{de, deA, "Ja. Moment, doch nicht.", no},
+		{de, deA, "Warten Sie mal.", no},
+		{de, deA, "Nicht schlecht.", no},
+		{de, deA, "Kein Problem, aber nicht heute.", no},
+		{de, deA, "Ich denke schon.", verdict{notPlain: true}},
+		{de, deA, "Ja, aber erst morgen.", notPlain},
+		{de, deA, "Ja, wenn's geht.", notPlain},
+		{de, deA, "Ja, und schicken Sie mir auch eine Kopie.", notPlain},
+		{de, deA, "Kostet das extra", verdict{notPlain: true}},
+		{de, deA, "Stimmt das", notPlain},
+		{de, deA, "Können Sie das später ändern", verdict{notPlain: true}},
+		{nl, nlA, "Ja, doe maar.", yes},
+		{nl, nlA, "Prima hoor.", yes},
+		{nl, nlA, "Is goed.", yes},
+		{nl, nlA, "Geen bezwaar.", yes},
+		{nl, nlA, "Ja, boek maar.", verdict{affirmative: true, verb: true}},
+		{nl, nlA, "Ja, dien het bezwaar maar in.", verdict{affirmative: true, verb: true}},
+		{nl, nlA, "Ja, maar boek hem later.", verdict{notPlain: true, affirmative: true, verb: true}},
+		{nl, nlA, "Boek maar, maar dan om vier uur.", verdict{notPlain: true, verb: true}},
+		{nl, nlA, "Nee hoor.", no},
+		{nl, nlA, "Toch maar niet.", no},
+		{nl, nlA, "Laat maar.", no},
+		{nl, nlA, "Wacht even.", no},
+		{nl, nlA, "Denk het wel.", verdict{notPlain: true}},
+		{nl, nlA, "Ja, mits het gratis is.", notPlain},
+		{nl, nlA, "Kan ik het later wijzigen", notPlain},
+	} {
+		got := judge(tc.l, tc.a, tc.text)
+		if got != tc.want {
+			j := tc.l.JudgeAnswer(tc.l.Parse(tc.text), tc.a, nil)
+			t.Errorf("%s %q = %+v, want %+v (%s; %v)", tc.l.Lang(), tc.text, got, tc.want, j.Detail, j.Matches)
+		}
+	}
+}
+
+func TestLastQuestionOpenAndStarts(t *testing.T) {
+	de, nl := locale(t, "de"), locale(t, "nl")
+	for _, tc := range []struct {
+		l    *Locale
+		text string
+		ok   bool
+	}{
+		{de, "Soll ich den Widerspruch jetzt einreichen", true},
+		{de, "Bitte bestätigen Sie, dass ich den Termin buchen soll.", true},
+		{de, "Sind Sie einverstanden, dass ich den Termin buche.", true},
+		{de, "Ich reiche den Widerspruch jetzt ein.", false},
+		{de, "Wann soll ich den Termin buchen?", false},
+		{de, "Soll ich den Termin am Dienstag oder lieber am Mittwoch buchen?", false},
+		{de, "Soll ich den Termin buchen oder nicht?", true},
+		{de, "Das passt so, oder?", true},
+		{de, "Soll ich den Termin buchen, oder möchten Sie noch überlegen?", false},
+		{de, "Soll ich Ihnen erklären, wie der Widerspruch eingereicht wird?", false},
+		{de, "Haben Sie die Rechnung schon bezahlt?", false},
+		{de, "Möchten Sie den Widerspruch lieber selbst einreichen?", false},
+		{de, "Spricht etwas dagegen, wenn ich den Widerspruch einreiche?", false},
+		{de, "Lassen Sie mich wissen, ob ich den Widerspruch einreichen soll.", true},
+		{nl, "Heeft u de rekening al betaald?", false},
+		{nl, "Kunt u bevestigen of ik het bezwaar mag indienen?", true},
+		{nl, "Zal ik de afspraak boeken, of wilt u er nog over nadenken?", false},
+		{nl, "Zal ik de afspraak boeken of niet?", true},
+		{nl, "Zal ik het bezwaar indienen", true},
+		{nl, "Kunt u bevestigen dat ik de afspraak mag boeken.", true},
+		{nl, "Dat zal ik nu voor u indienen.", false},
+		{nl, "Wanneer zal ik de afspraak boeken?", false},
+		{nl, "Zal ik de afspraak op dinsdag of liever op woensdag boeken?", false},
+	} {
+		if _, ok := tc.l.LastQuestion(tc.l.Parse(tc.text)); ok != tc.ok {
+			t.Errorf("%s LastQuestion(%q) = %v, want %v", tc.l.Lang(), tc.text, ok, tc.ok)
+		}
+	}
+}
+
+func TestRefersGovernBefore(t *testing.T) {
+	de, nl := locale(t, "de"), locale(t, "nl")
+	deSubmit := de.CompileAction([]string{"einreichen"}, []string{"Widerspruch"})
+	dePay := de.CompileAction([]string{"bezahlen", "zahlen"}, []string{"Rechnung"})
+	deBook := de.CompileAction([]string{"buchen"}, []string{"Termin"})
+	deOthers := de.MergeActions([]string{"stornieren", "zuschicken"})
+	nlPay := nl.CompileAction([]string{"betalen"}, []string{"rekening"})
+	nlBook := nl.CompileAction([]string{"boeken"}, []string{"afspraak"})
+	nlOthers := nl.MergeActions([]string{"annuleren", "mailen"})
+	for _, tc := range []struct {
+		l         *Locale
+		a, others *Action
+		sentence  string
+		want      RefKind
+	}{
+		{de, deSubmit, deOthers, "Möchten Sie mit dem Widerspruch fortfahren?", RefObject},
+		{de, deSubmit, deOthers, "Möchten Sie fortfahren?", RefProceed},
+		{de, deSubmit, deOthers, "Okay, möchten Sie fortfahren?", RefProceed},
+		{de, dePay, deOthers, "Möchten Sie die Zahlung von 120,50 Euro bestätigen?", RefObject},
+		{de, deBook, deOthers, "Möchten Sie den Termin am Dienstag um 10 Uhr bestätigen?", RefObject},
+		{de, dePay, deOthers, "Möchten Sie mit der Erstattung fortfahren?", RefOther},
+		{de, deSubmit, deOthers, "Möchten Sie den Widerspruch jetzt prüfen und dann fortfahren?", RefOther},
+		// A side clause is not what is asked.
+		{de, deSubmit, deOthers, "Möchten Sie den Widerspruch noch einmal durchgehen, bevor wir fortfahren?", RefNone},
+		{de, deSubmit, deOthers, "Möchten Sie noch etwas ändern, bevor ich den Widerspruch einreiche?", RefNone},
+		{de, deSubmit, deOthers, "Soll ich den Widerspruch einreichen, bevor die Frist abläuft?", RefVerb},
+		{nl, nl.CompileAction([]string{"indienen"}, []string{"bezwaar"}), nlOthers, "Wilt u nog iets wijzigen voordat ik het bezwaar indien?", RefNone},
+		// A confirmation sent is not confirming.
+		{de, deSubmit, deOthers, "Möchten Sie eine Bestätigung per E-Mail?", RefNone},
+		{de, deBook, deOthers, "Soll ich die Buchung stornieren?", RefOther},
+		{de, deSubmit, deOthers, "Sind Sie damit einverstanden?", RefBack},
+		{de, deSubmit, deOthers, "Ich reiche ihn ein, sobald Sie zustimmen.", RefVerb},
+		{nl, nlPay, nlOthers, "Mag ik de betaling van 230 euro uitvoeren?", RefObject},
+		{nl, nlPay, nlOthers, "Wilt u doorgaan met de terugbetaling?", RefOther},
+		{nl, nlBook, nlOthers, "Zal ik de boeking annuleren?", RefOther},
+		{nl, nlBook, nlOthers, "Wilt u de afspraak op dinsdag om tien uur bevestigen?", RefObject},
+		// English is unchanged: no object before a proceed phrase.
+		{en(t), en(t).CompileAction([]string{"submit"}, []string{"appeal"}), nil, "Would you like to proceed?", RefProceed},
+	} {
+		s := tc.l.Parse(tc.sentence).Sentences[0]
+		if got := tc.l.Refers(s, tc.a, tc.others); got.Kind != tc.want {
+			t.Errorf("%s Refers(%q) = %v %v, want %v", tc.l.Lang(), tc.sentence, got.Kind, got.Matches, tc.want)
+		}
+	}
+}
+
+func TestStatesQuantityGermanDutch(t *testing.T) {
+	de, nl := locale(t, "de"), locale(t, "nl")
+	for _, tc := range []struct {
+		l    *Locale
+		text string
+		want bool
+	}{
+		{de, "Noch zwei, bitte.", true},
+		{de, "Zwei mehr.", true},
+		{de, "Noch eins davon.", true},
+		{de, "Ja, gerne.", false},
+		{de, "Ja, einen Kaffee.", false},
+		{nl, "Nog twee, graag.", true},
+		{nl, "Nog een koffie.", true},
+		{nl, "Ja, een koffie.", false},
+	} {
+		if got := tc.l.StatesQuantity(tc.l.Parse(tc.text)); got != tc.want {
+			t.Errorf("%s StatesQuantity(%q) = %v", tc.l.Lang(), tc.text, got)
+		}
+	}
+}
+
+func TestValidateNewKeys(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"clitic without apostrophe", minimalLocale + "clitics: {s: es}\n", "clitics"},
+		{"clitic for two words", minimalLocale + "clitics: {\"'s\": \"es ist\"}\n", "clitics"},
+		{"empty particle", minimalLocale + "particles: [\"\"]\n", "particles[0]"},
+		{"duplicate open question", minimalLocale + "open_questions: [wann, Wann]\n", "open_questions[1]"},
+		{"empty stem ending", minimalLocale + "inflection: {stem_endings: {\"\": x}}\n", "stem_endings"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadFS(fstest.MapFS{"xx.yaml": {Data: []byte(tc.body)}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to name %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A test locale for the question rules, independent of the shipped files.
+const questionLocale = `lang: xx
+name: Test
+max_plain_words: 5
+affirmatives: [si]
+negations: ["no", "non"]
+hedges: [forse]
+conditions: [ma]
+question_words: [cosa]
+confirm_requests: ["vuole che", "mi dica se"]
+question_starts: [devo]
+proceed: [procedere]
+back_references: [va bene]
+open_questions: ["non vuole", quando, se]
+alternatives: [o]
+side_clauses: [prima che]
+glue: [la, lo, il, io, le]
+`
+
+func TestOpenQuestionRules(t *testing.T) {
+	s, err := LoadFS(fstest.MapFS{"xx.yaml": {Data: []byte(questionLocale)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.Get("xx")
+	for _, tc := range []struct {
+		text string
+		ok   bool
+	}{
+		{"Vuole che la prenoti?", true},
+		// Partly overlapping the confirm request still opens the question.
+		{"Non vuole che la prenoti?", false},
+		// Wholly inside it ("se" of "mi dica se"), it belongs to it.
+		{"Mi dica se la prenoto.", true},
+		{"Quando vuole che la prenoti?", false},
+		{"Vuole che la prenoti o che la cancelli?", false},
+		{"Vuole che la prenoti o no?", true},
+		{"Va bene, o?", true},
+	} {
+		if _, ok := l.LastQuestion(l.Parse(tc.text)); ok != tc.ok {
+			t.Errorf("LastQuestion(%q) = %v, want %v", tc.text, ok, tc.ok)
+		}
+	}
+	a := l.CompileAction([]string{"prenotare"}, []string{"visita"})
+	for _, tc := range []struct {
+		text string
+		want RefKind
+	}{
+		// Nothing but asking words points back.
+		{"Devo?", RefBack},
+		{"Devo lo?", RefBack},
+		{"Devo cantare?", RefNone},
+		// A side clause is not what is asked.
+		{"Devo cantare prima che prenotare la visita?", RefNone},
+		{"Devo prenotare prima che la visita cominci?", RefVerb},
+	} {
+		if got := l.Refers(l.Parse(tc.text).Sentences[0], a, nil); got.Kind != tc.want {
+			t.Errorf("Refers(%q) = %v, want %v", tc.text, got.Kind, tc.want)
+		}
+	}
+	if l.NamesObject(l.Parse("Prima che la visita cominci."), a) || l.NamesObject(l.Parse("Quando la visita comincia."), a) {
+		t.Error("an object in a side clause or an open question counts")
+	}
+	if !l.NamesObject(l.Parse("La visita."), a) {
+		t.Error("an object does not count")
+	}
+}
+
+func FuzzJudgeGermanDutch(f *testing.F) {
+	de, nl := locale(f, "de"), locale(f, "nl")
+	deA := de.CompileAction([]string{"einreichen", "buchen"}, []string{"Widerspruch", "Termin"})
+	nlA := nl.CompileAction([]string{"indienen", "boeken"}, []string{"bezwaar", "afspraak"})
+	for _, s := range []string{
+		"Ja, reichen Sie ihn bitte ein.", "Möchten Sie mit dem Widerspruch fortfahren?", "am 12. Mai", "geht's",
+		"Ja, dien het maar in.", "Boek maar, maar dan om 4 uur.", "Wilt u de betaling van € 1.200,50 bevestigen?",
+		"ein", "in te", "'s", "maar", "oder", "bevor ich einreiche", "12. ", "1.",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, c := range []struct {
+			l *Locale
+			a *Action
+		}{{de, deA}, {nl, nlA}} {
+			txt := c.l.Parse(s)
+			j := c.l.JudgeAnswer(txt, c.a, TokenSet(txt))
+			if j.Negated && j.NotPlain {
+				t.Fatalf("%q judged negated and not plain", s)
+			}
+			q, _ := c.l.LastQuestion(txt)
+			if len(txt.Sentences) > 0 {
+				c.l.Refers(q.Sentence, c.a, c.a)
+			}
+			c.l.NamesObject(txt, c.a)
+			c.l.Numbers(txt)
+		}
+	})
+}

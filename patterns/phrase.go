@@ -13,6 +13,9 @@ type element struct {
 	forms  map[string]bool // any of these words (inflected verbs); nil otherwise
 	prefix bool            // "confirm~" matches confirm, confirms, confirmation
 	gap    bool            // "*": up to maxGap words
+	// ends, when set, must also hold of the matched word in its tokens
+	// (a separated verb prefix ends its clause).
+	ends func(toks []string, i int) bool
 }
 
 func (e element) matches(tok string) bool {
@@ -79,10 +82,36 @@ func matchAt(elems []element, toks []string, i int) int {
 		}
 		return -1
 	}
-	if i >= len(toks) || !e.matches(toks[i]) {
+	if i >= len(toks) || !e.matches(toks[i]) || (e.ends != nil && !e.ends(toks, i)) {
 		return -1
 	}
 	return matchAt(elems[1:], toks, i+1)
+}
+
+// positions returns the tokens a match of elems starting at toks[i] takes
+// by its words, leaving out what its gaps stand for; nil when it does not
+// match there. It finds the same match as matchAt.
+func positions(elems []element, toks []string, i int) []int {
+	if len(elems) == 0 {
+		return []int{}
+	}
+	e := elems[0]
+	if e.gap {
+		for g := 0; g <= maxGap && i+g <= len(toks); g++ {
+			if ps := positions(elems[1:], toks, i+g); ps != nil {
+				return ps
+			}
+		}
+		return nil
+	}
+	if i >= len(toks) || !e.matches(toks[i]) || (e.ends != nil && !e.ends(toks, i)) {
+		return nil
+	}
+	ps := positions(elems[1:], toks, i+1)
+	if ps == nil {
+		return nil
+	}
+	return append([]int{i}, ps...)
 }
 
 // phraseList is a compiled list, indexed by the exact first word.

@@ -3,6 +3,7 @@ package patterns
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -39,7 +40,12 @@ func (t Text) Tokens() []string {
 	return out
 }
 
-var accentFolder = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+// accentFolders holds transformers that remove accents. A transformer
+// keeps state while it runs, so each Fold takes its own: Fold runs in
+// concurrent checks.
+var accentFolders = sync.Pool{New: func() any {
+	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+}}
 
 // Fold lower-cases s, removes accents and straightens quotes, so that
 // "Envíe" and "envie" compare equal.
@@ -52,9 +58,11 @@ func Fold(s string) string {
 		}
 	}
 	if !ascii {
-		if f, _, err := transform.String(accentFolder, s); err == nil {
+		t := accentFolders.Get().(transform.Transformer)
+		if f, _, err := transform.String(t, s); err == nil {
 			s = f
 		}
+		accentFolders.Put(t)
 		s = strings.Map(func(r rune) rune {
 			switch r {
 			case '\u2019', '\u2018', '\u02bc', '`', '\u00b4':
@@ -115,6 +123,13 @@ func (l *Locale) Parse(text string) Text {
 				break
 			}
 			cur.Tokens = append(cur.Tokens, string(rs[i:j]))
+			// "am 12. Mai": with ordinal_dot, a dot after a number of one
+			// or two digits and before a word is an ordinal's, not a
+			// sentence end.
+			if l != nil && l.ordinalDot && j-i <= 2 && j+2 < len(rs) && rs[j] == '.' &&
+				rs[j+1] == ' ' && unicode.IsLetter(rs[j+2]) {
+				j++
+			}
 			i = j
 		case isWordRune(r):
 			j := i + 1
@@ -149,13 +164,25 @@ func (l *Locale) Parse(text string) Text {
 	return out
 }
 
-// splitWord splits elisions ("j'envoie" → "j'", "envoie") and hyphenated
-// words ("allez-y" → "allez", "y").
+// clitic is a word's ending split off and read as a word of its own.
+type clitic struct {
+	suffix string // "'s"
+	word   string // "es"
+}
+
+// splitWord splits elisions ("j'envoie" → "j'", "envoie"), clitics
+// ("geht's" → "geht", "es") and hyphenated words ("allez-y" → "allez",
+// "y").
 func (l *Locale) splitWord(w string) []string {
 	if l != nil {
 		for _, e := range l.elisions {
 			if len(w) > len(e) && strings.HasPrefix(w, e) {
 				return append([]string{e}, l.splitWord(w[len(e):])...)
+			}
+		}
+		for _, c := range l.clitics {
+			if len(w) > len(c.suffix) && strings.HasSuffix(w, c.suffix) {
+				return append(l.splitWord(w[:len(w)-len(c.suffix)]), c.word)
 			}
 		}
 	}
