@@ -1,13 +1,14 @@
 package guard
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -21,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yesguard/yesguard/dedupe"
+	"github.com/yesguard/yesguard/metrics"
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
@@ -172,8 +174,8 @@ func (c *check) finish() *yesguardv1.CheckResponse {
 		g.cfg.Sink.Write(d)
 	}
 	if m := g.cfg.Metrics; m != nil {
-		outcome := enumLabel(d.Outcome.String(), "OUTCOME_")
-		m.Decisions.WithLabelValues(c.tool.label, outcome, enumLabel(d.Reason.String(), "REASON_")).Inc()
+		outcome := outcomeLabel(d.Outcome)
+		m.Decisions.WithLabelValues(c.tool.label, outcome, reasonLabel(d.Reason)).Inc()
 		m.CheckDuration.WithLabelValues(outcome).Observe(now.Sub(c.start).Seconds())
 	}
 	return &yesguardv1.CheckResponse{
@@ -223,21 +225,24 @@ func (c *check) decide(ctx context.Context) {
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		// A repeat already known needs no transcript.
+		// The book counts the repeats Allow catches; these are caught
+		// here, before it.
 		switch v, r := g.cfg.Book.Lookup(req); {
 		case v == dedupe.Duplicate:
+			g.countHit(metrics.HitDuplicate)
 			if c.duplicate(ctx, r) {
 				continue // the original failed: judge afresh
 			}
 			return
 		case v == dedupe.QuantityRepeat && !qtySet:
+			g.countHit(metrics.HitQuantity)
 			c.ignored(r, nil)
 			return
 		}
 
 		var verdict judgement
 		if c.tool.confirm() || (qtySet && req.Item != "") {
-			snap := c.waitTurn(ctx)
-			verdict = c.judge(snap)
+			verdict = c.judge(c.waitTurn(ctx))
 		}
 		if !c.tool.confirm() {
 			verdict.outcome, verdict.reason, verdict.turnID = yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_NOT_REQUIRED, 0
@@ -370,8 +375,43 @@ func (g *Guard) countError(code codes.Code) {
 	}
 }
 
+func (g *Guard) countHit(kind string) {
+	if m := g.cfg.Metrics; m != nil {
+		m.DedupeHits.WithLabelValues(kind).Inc()
+	}
+}
+
 func enumLabel(name, prefix string) string {
 	return strings.ToLower(strings.TrimPrefix(name, prefix))
+}
+
+// The metric labels of the outcomes and reasons, made once rather than at
+// each Check.
+var (
+	outcomeLabels = enumLabels(yesguardv1.Outcome_name, "OUTCOME_")
+	reasonLabels  = enumLabels(yesguardv1.Reason_name, "REASON_")
+)
+
+func enumLabels(names map[int32]string, prefix string) map[int32]string {
+	out := make(map[int32]string, len(names))
+	for v, name := range names {
+		out[v] = enumLabel(name, prefix)
+	}
+	return out
+}
+
+func outcomeLabel(o yesguardv1.Outcome) string {
+	if l, ok := outcomeLabels[int32(o)]; ok {
+		return l
+	}
+	return enumLabel(o.String(), "OUTCOME_")
+}
+
+func reasonLabel(r yesguardv1.Reason) string {
+	if l, ok := reasonLabels[int32(r)]; ok {
+		return l
+	}
+	return enumLabel(r.String(), "REASON_")
 }
 
 func validateCheck(req *yesguardv1.CheckRequest) error {
@@ -381,7 +421,7 @@ func validateCheck(req *yesguardv1.CheckRequest) error {
 	}
 	if req.GetTool() == "" {
 		errs = append(errs, errors.New("tool: required: the tool's name as the model called it"))
-	} else if !toolNameRE.MatchString(req.GetTool()) {
+	} else if !validToolName(req.GetTool()) {
 		errs = append(errs, errors.New("tool: 1-128 characters of letters, digits and _ . : -"))
 	}
 	if req.GetRespondingToMs() < 0 {
@@ -393,6 +433,23 @@ func validateCheck(req *yesguardv1.CheckRequest) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validToolName is toolNameRE.MatchString without the regexp machinery, on
+// every Check: 1 to 128 of the ASCII characters the class allows.
+func validToolName(name string) bool {
+	if len(name) < 1 || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '_', c == '.', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // validateID checks an id that is also a NATS subject token.
@@ -430,12 +487,144 @@ func canonicalArgs(s *structpb.Struct) ([]byte, error) {
 	return b, nil
 }
 
+// canonicalValue is v as JSON, byte for byte as encoding/json writes
+// v.AsInterface() without HTML escaping: object keys sorted, numbers as
+// ES6 writes them, NaN and the infinities as the strings AsInterface makes
+// of them. It is written directly, without the maps and interfaces
+// AsInterface builds; FuzzCanonicalValue holds it to encoding/json. It
+// never fails.
 func canonicalValue(v *structpb.Value) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v.AsInterface()); err != nil {
-		return nil, err
+	return appendCanonical(make([]byte, 0, 128), v), nil
+}
+
+func appendCanonical(b []byte, v *structpb.Value) []byte {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NumberValue:
+		if k != nil {
+			return appendNumber(b, k.NumberValue)
+		}
+	case *structpb.Value_StringValue:
+		if k != nil {
+			return appendJSONString(b, k.StringValue)
+		}
+	case *structpb.Value_BoolValue:
+		if k != nil {
+			return strconv.AppendBool(b, k.BoolValue)
+		}
+	case *structpb.Value_StructValue:
+		if k != nil {
+			return appendStruct(b, k.StructValue)
+		}
+	case *structpb.Value_ListValue:
+		if k != nil {
+			b = append(b, '[')
+			for i, e := range k.ListValue.GetValues() {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendCanonical(b, e)
+			}
+			return append(b, ']')
+		}
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return append(b, "null"...)
+}
+
+func appendStruct(b []byte, s *structpb.Struct) []byte {
+	fields := s.GetFields()
+	var small [8]string
+	keys := small[:0]
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendCanonical(b, fields[k])
+	}
+	return append(b, '}')
+}
+
+// appendNumber writes f as encoding/json writes a float64, and NaN and the
+// infinities as structpb's AsInterface turns them into strings.
+func appendNumber(b []byte, f float64) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Infinity"`...)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 is written e-9.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendJSONString writes s as encoding/json does without HTML escaping:
+// quotes, backslashes and control characters escaped, invalid UTF-8 as
+// U+FFFD, U+2028 and U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

@@ -11,11 +11,22 @@ import (
 // decisionStore keeps each call's latest decisions for ListDecisions. It is
 // bounded: at most max decisions per call, and a call is forgotten ttl after
 // its last decision.
+//
+// Calls are spread over decisionShards shards by a hash of the call id, each
+// with its own lock, so that concurrent Checks of different calls rarely
+// wait for each other to record.
 type decisionStore struct {
+	shards [decisionShards]decisionShard
+	max    int
+	ttl    time.Duration
+}
+
+const decisionShards = 32 // a power of two
+
+type decisionShard struct {
 	mu    sync.Mutex
 	calls map[string]*callDecisions
-	max   int
-	ttl   time.Duration
+	_     [48]byte // keeps neighbouring shards' locks off one cache line
 }
 
 type callDecisions struct {
@@ -24,18 +35,33 @@ type callDecisions struct {
 }
 
 func newDecisionStore(max int, ttl time.Duration) *decisionStore {
-	return &decisionStore{calls: map[string]*callDecisions{}, max: max, ttl: ttl}
+	s := &decisionStore{max: max, ttl: ttl}
+	for i := range s.shards {
+		s.shards[i].calls = map[string]*callDecisions{}
+	}
+	return s
+}
+
+// shard picks the call's shard by an FNV-1a hash of its id.
+func (s *decisionStore) shard(callID string) *decisionShard {
+	h := uint32(2166136261)
+	for i := 0; i < len(callID); i++ {
+		h ^= uint32(callID[i])
+		h *= 16777619
+	}
+	return &s.shards[h&(decisionShards-1)]
 }
 
 // add keeps d. d must not be changed afterwards: the sink and ListDecisions
 // read it concurrently.
 func (s *decisionStore) add(d *yesguardv1.Decision, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.calls[d.GetCallId()]
+	sh := s.shard(d.GetCallId())
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	c := sh.calls[d.GetCallId()]
 	if c == nil {
 		c = &callDecisions{}
-		s.calls[d.GetCallId()] = c
+		sh.calls[d.GetCallId()] = c
 	}
 	if len(c.list) >= s.max {
 		copy(c.list, c.list[1:])
@@ -46,9 +72,10 @@ func (s *decisionStore) add(d *yesguardv1.Decision, now time.Time) {
 }
 
 func (s *decisionStore) list(callID string) []*yesguardv1.Decision {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.calls[callID]
+	sh := s.shard(callID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	c := sh.calls[callID]
 	if c == nil {
 		return nil
 	}
@@ -56,14 +83,17 @@ func (s *decisionStore) list(callID string) []*yesguardv1.Decision {
 }
 
 func (s *decisionStore) sweep(now time.Time) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := 0
-	for id, c := range s.calls {
-		if now.Sub(c.last) > s.ttl {
-			delete(s.calls, id)
-			n++
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for id, c := range sh.calls {
+			if now.Sub(c.last) > s.ttl {
+				delete(sh.calls, id)
+				n++
+			}
 		}
+		sh.mu.Unlock()
 	}
 	return n
 }

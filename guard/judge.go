@@ -16,14 +16,33 @@ import (
 	"github.com/yesguard/yesguard/transcript"
 )
 
-// recentTurns is how many of the last turns the evidence shows.
+// recentTurns is how many of the last turns the evidence shows. The rules
+// read no further back (the answer is the last or the second last turn, its
+// question the one before), so a Check copies only these turns of a call.
 const recentTurns = 6
+
+// view is a snapshot of a call's last recentTurns turns, grouped once for
+// both ready and judge.
+type view struct {
+	snap  transcript.Snapshot
+	turns []transcript.Turn // nil when the call is unknown
+}
+
+// look takes the view of the request's call and the channel closed at its
+// next change.
+func (c *check) look() (view, <-chan struct{}) {
+	snap, changed := c.g.cfg.Store.SnapshotTurns(c.req.GetCallId(), c.req.GetResponseId(), recentTurns)
+	v := view{snap: snap}
+	if snap.Exists {
+		v.turns = snap.Turns(c.req.GetResponseId())
+	}
+	return v, changed
+}
 
 // waitTurn waits, woken by the call's transcript changes, until the
 // caller's current turn is in (see ready), the policy's wait ends, or the
-// caller's deadline is near. It returns the snapshot to judge.
-func (c *check) waitTurn(ctx context.Context) transcript.Snapshot {
-	store := c.g.cfg.Store
+// caller's deadline is near. It returns the view to judge.
+func (c *check) waitTurn(ctx context.Context) view {
 	t0 := c.g.now()
 	limit := c.rs.policy.Defaults.Wait.D()
 	if dl, ok := ctx.Deadline(); ok {
@@ -42,9 +61,9 @@ func (c *check) waitTurn(ctx context.Context) transcript.Snapshot {
 		}
 	}()
 	for {
-		snap, changed := store.Snapshot(c.req.GetCallId())
-		if ready(snap, c.req) {
-			return snap
+		v, changed := c.look()
+		if ready(v, c.req) {
+			return v
 		}
 		if timer == nil {
 			timer = time.NewTimer(limit)
@@ -52,11 +71,11 @@ func (c *check) waitTurn(ctx context.Context) transcript.Snapshot {
 		select {
 		case <-changed:
 		case <-timer.C:
-			snap, _ = store.Snapshot(c.req.GetCallId())
-			return snap
+			v, _ = c.look()
+			return v
 		case <-ctx.Done():
-			snap, _ = store.Snapshot(c.req.GetCallId())
-			return snap
+			v, _ = c.look()
+			return v
 		}
 	}
 }
@@ -65,7 +84,8 @@ func (c *check) waitTurn(ctx context.Context) transcript.Snapshot {
 // turn is the caller's (the agent has not spoken since, leaving out speech
 // of the request's own response), it reaches responding_to_ms when given,
 // and no caller speech is in flight. An ended call is ready as it is.
-func ready(snap transcript.Snapshot, req *yesguardv1.CheckRequest) bool {
+func ready(v view, req *yesguardv1.CheckRequest) bool {
+	snap := v.snap
 	if !snap.Exists {
 		return false
 	}
@@ -75,11 +95,11 @@ func ready(snap transcript.Snapshot, req *yesguardv1.CheckRequest) bool {
 	if snap.CallerInFlight {
 		return false
 	}
-	turns := snap.Turns(req.GetResponseId())
+	turns := v.turns
 	if len(turns) == 0 {
 		return false
 	}
-	last := turns[len(turns)-1]
+	last := &turns[len(turns)-1]
 	if last.Speaker != transcript.Caller {
 		return false
 	}
@@ -103,7 +123,8 @@ type judgement struct {
 }
 
 // judge applies the rules to the caller's current turn.
-func (c *check) judge(snap transcript.Snapshot) (j judgement) {
+func (c *check) judge(v view) (j judgement) {
+	snap := v.snap
 	j.outcome = yesguardv1.Outcome_OUTCOME_REFUSE
 	ev := &yesguardv1.Evidence{}
 	j.evidence = ev
@@ -117,10 +138,9 @@ func (c *check) judge(snap transcript.Snapshot) (j judgement) {
 	if !snap.Exists {
 		return refuse(yesguardv1.Reason_REASON_UNKNOWN_CALL, "no transcript event has arrived for call "+c.req.GetCallId())
 	}
-	turns := snap.Turns(c.req.GetResponseId())
-	for _, t := range turns[max(0, len(turns)-recentTurns):] {
-		ev.RecentTurns = append(ev.RecentTurns, turnProto(t))
-	}
+	turns := v.turns
+	first := max(0, len(turns)-recentTurns)
+	ev.RecentTurns = turnProtos(turns[first:])
 	pol := c.rs.policy.Defaults
 	ev.Lang = pol.DefaultLang
 	if snap.Lang != "" {
@@ -141,11 +161,11 @@ func (c *check) judge(snap transcript.Snapshot) (j judgement) {
 	}
 	answer := turns[lastCaller]
 	j.answerTurnID = answer.ID
-	ev.Answer = turnProto(answer)
+	ev.Answer = turnAt(ev.RecentTurns, turns, first, lastCaller)
 	var qTurn *transcript.Turn
 	if lastCaller > 0 {
 		qTurn = &turns[lastCaller-1]
-		ev.Question = turnProto(*qTurn)
+		ev.Question = turnAt(ev.RecentTurns, turns, first, lastCaller-1)
 	}
 	if lastCaller != len(turns)-1 {
 		agent := turns[len(turns)-1]
@@ -191,16 +211,21 @@ func (c *check) judge(snap transcript.Snapshot) (j judgement) {
 	if asked {
 		echo = patterns.TokenSet(patterns.Text{Sentences: []patterns.Sentence{q.Sentence}})
 		ev.QuestionSentence = q.Sentence.Raw
-		ev.Matches = append(ev.Matches, matchesProto(q.Matches)...)
+		ev.Matches = appendMatches(ev.Matches, q.Matches)
 	}
 	ans := loc.JudgeAnswer(answerText, action, echo)
-	ev.Matches = append(ev.Matches, matchesProto(ans.Matches)...)
+	ev.Matches = appendMatches(ev.Matches, ans.Matches)
 	if ans.Negated {
 		return refuse(yesguardv1.Reason_REASON_NEGATED, ans.Detail)
 	}
 	if !asked {
 		// Rule 6: with no question, only the caller's own explicit
-		// instruction naming this action counts.
+		// instruction naming this action counts. It may name what the
+		// action acts on in words the policy gives any tool ("I'd like to
+		// cancel my appointment").
+		if ans.NotPlain && ans.Verb {
+			ans = loc.JudgeAnswer(answerText, action, c.rs.others(c.tool, loc).Words())
+		}
 		if !ans.NotPlain && ans.Verb {
 			var said patterns.Text
 			said.Sentences = append(said.Sentences, answerText.Sentences...)
@@ -221,7 +246,7 @@ func (c *check) judge(snap transcript.Snapshot) (j judgement) {
 		return refuse(yesguardv1.Reason_REASON_NOT_PLAIN, ans.Detail)
 	}
 	ok, refMatches, detail := c.aboutAction(qLoc, qText, q, c.rs.action(c.tool, qLoc))
-	ev.Matches = append(ev.Matches, matchesProto(refMatches)...)
+	ev.Matches = appendMatches(ev.Matches, refMatches)
 	if !ok {
 		return refuse(yesguardv1.Reason_REASON_ACTION_MISMATCH, detail)
 	}
@@ -229,7 +254,7 @@ func (c *check) judge(snap transcript.Snapshot) (j judgement) {
 		return refuse(yesguardv1.Reason_REASON_ARGUMENT_MISMATCH, detail)
 	}
 	j.outcome, j.reason, j.turnID = yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_CONFIRMED, answer.ID
-	ev.Detail = fmt.Sprintf("plain yes %q to %q", answer.Text, q.Sentence.Raw)
+	ev.Detail = "plain yes " + strconv.Quote(answer.Text) + " to " + strconv.Quote(q.Sentence.Raw) // as %q writes them
 	return j
 }
 
@@ -248,7 +273,10 @@ func (c *check) aboutAction(loc *patterns.Locale, qText patterns.Text, q pattern
 	case patterns.RefNone:
 		return false, matches, fmt.Sprintf("the question %q does not name this action", q.Sentence.Raw)
 	}
-	// RefProceed and RefBack: the rest of the turn says what they mean.
+	// RefProceed, RefBack and RefShared: the rest of the turn says what
+	// they mean. Only a verb of this action, or an object of its own that
+	// a proceed or confirm phrase governs, makes it this action; an object
+	// merely named ("I have saved your appeal. Is that okay?") does not.
 	ours, other := false, false
 	for i, s := range qText.Sentences {
 		if i == q.Index {
@@ -271,8 +299,8 @@ func (c *check) aboutAction(loc *patterns.Locale, qText patterns.Text, q pattern
 		return false, matches, "the turn around the question is about another action"
 	case ref.Kind == patterns.RefProceed:
 		return true, matches, ""
-	case loc.NamesObject(qText, action):
-		return true, matches, ""
+	case ref.Kind == patterns.RefShared:
+		return false, matches, fmt.Sprintf("the question %q names something another action also acts on, and the turn never says which action", q.Sentence.Raw)
 	}
 	return false, matches, fmt.Sprintf("the question %q points back to nothing that names this action", q.Sentence.Raw)
 }
@@ -336,30 +364,70 @@ func valueString(v *structpb.Value) string {
 }
 
 func turnProto(t transcript.Turn) *yesguardv1.Turn {
-	p := &yesguardv1.Turn{
-		Speaker:     string(t.Speaker),
-		Text:        t.Text,
-		FirstSeq:    t.FirstSeq,
-		LastSeq:     t.LastSeq,
-		Lang:        t.Lang,
-		ResponseId:  t.ResponseID,
-		Interrupted: t.Interrupted,
-	}
+	p := &yesguardv1.Turn{}
+	fillTurn(p, &t, nil)
+	return p
+}
+
+// fillTurn sets p from t; stamp, when not nil, is where its received_at
+// goes instead of a new Timestamp.
+func fillTurn(p *yesguardv1.Turn, t *transcript.Turn, stamp *timestamppb.Timestamp) {
+	p.Speaker = string(t.Speaker)
+	p.Text = t.Text
+	p.FirstSeq, p.LastSeq = t.FirstSeq, t.LastSeq
+	p.Lang = t.Lang
+	p.ResponseId = t.ResponseID
+	p.Interrupted = t.Interrupted
 	if t.HasTimes {
 		p.StartMs, p.EndMs = t.StartMS, t.EndMS
 	}
 	if !t.ReceivedAt.IsZero() {
-		p.ReceivedAt = timestamppb.New(t.ReceivedAt)
+		if stamp == nil {
+			stamp = new(timestamppb.Timestamp)
+		}
+		stamp.Seconds, stamp.Nanos = t.ReceivedAt.Unix(), int32(t.ReceivedAt.Nanosecond()) // as timestamppb.New
+		p.ReceivedAt = stamp
 	}
-	return p
 }
 
-func matchesProto(ms []patterns.Match) []*yesguardv1.Match {
-	out := make([]*yesguardv1.Match, 0, len(ms))
-	for _, m := range ms {
-		out = append(out, &yesguardv1.Match{Rule: m.Rule, Pattern: m.Pattern, Text: m.Text})
+// turnProtos converts the evidence's recent turns with three allocations
+// whatever their number: the list, the turns, their timestamps.
+func turnProtos(ts []transcript.Turn) []*yesguardv1.Turn {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]*yesguardv1.Turn, len(ts))
+	ps := make([]yesguardv1.Turn, len(ts))
+	stamps := make([]timestamppb.Timestamp, len(ts))
+	for i := range ts {
+		fillTurn(&ps[i], &ts[i], &stamps[i])
+		out[i] = &ps[i]
 	}
 	return out
+}
+
+// turnAt returns the proto of turns[i]: the one among recent (the protos
+// of turns[first:]) when it is there, so the evidence holds each turn
+// once; the answer and its question always are.
+func turnAt(recent []*yesguardv1.Turn, turns []transcript.Turn, first, i int) *yesguardv1.Turn {
+	if k := i - first; k >= 0 && k < len(recent) {
+		return recent[k]
+	}
+	return turnProto(turns[i])
+}
+
+// appendMatches appends ms to dst as protos, allocated together.
+func appendMatches(dst []*yesguardv1.Match, ms []patterns.Match) []*yesguardv1.Match {
+	if len(ms) == 0 {
+		return dst
+	}
+	ps := make([]yesguardv1.Match, len(ms))
+	for i, m := range ms {
+		p := &ps[i]
+		p.Rule, p.Pattern, p.Text = m.Rule, m.Pattern, m.Text
+		dst = append(dst, p)
+	}
+	return dst
 }
 
 func clip(s string, n int) string {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -21,9 +22,23 @@ type ruleset struct {
 	locales *patterns.Set
 	version string
 
-	// compiled caches listed tools' actions per language.
+	// tools are the listed tools' rules, built with the ruleset.
+	tools map[string]*toolRules
+	// unlisted keeps the rules of tools the policy does not list, at most
+	// maxUnlistedTools of them (nUnlisted counts them).
+	unlisted  sync.Map // name → *toolRules
+	nUnlisted atomic.Int64
+
+	// compiled caches the actions of the tools in tools and unlisted, per
+	// language.
 	compiled sync.Map // actionKey → *patterns.Action
 }
+
+// maxUnlistedTools bounds how many tools the policy does not list keep
+// their compiled rules: the model names the tools, so their number has no
+// bound of its own. Past it, an unlisted tool's rules are compiled at each
+// Check (the same rules, more slowly).
+const maxUnlistedTools = 256
 
 type actionKey struct {
 	tool, lang string
@@ -57,23 +72,44 @@ func newRuleset(p *Policy, l *patterns.Set) (*ruleset, error) {
 	if version == "" {
 		version = "builtin"
 	}
-	return &ruleset{policy: p, locales: l, version: version + "+locales:" + l.Version()}, nil
+	rs := &ruleset{policy: p, locales: l, version: version + "+locales:" + l.Version(), tools: make(map[string]*toolRules, len(p.Tools))}
+	for name, t := range p.Tools {
+		rs.tools[name] = &toolRules{name: name, cached: true, entry: t, label: name}
+	}
+	return rs, nil
 }
 
 // toolRules is what the rules need of one tool.
 type toolRules struct {
-	name   string
-	listed bool
-	entry  *Tool
+	name  string
+	entry *Tool
 	// label is the metrics label: the name for listed tools, else "other".
 	label string
+	// cached: the ruleset keeps this tool's compiled actions.
+	cached bool
 }
 
+// tool returns the rules of the named tool. They are shared and must not
+// be changed.
 func (rs *ruleset) tool(name string) *toolRules {
-	if t, ok := rs.policy.Tools[name]; ok {
-		return &toolRules{name: name, listed: true, entry: t, label: name}
+	if t, ok := rs.tools[name]; ok {
+		return t
 	}
-	return &toolRules{name: name, entry: &Tool{}, label: metrics.OtherTool}
+	if t, ok := rs.unlisted.Load(name); ok {
+		return t.(*toolRules)
+	}
+	t := &toolRules{name: name, entry: &Tool{}, label: metrics.OtherTool}
+	if rs.nUnlisted.Load() < maxUnlistedTools {
+		// Concurrent first Checks of new tools may overshoot the bound by
+		// their number, no more.
+		t.cached = true
+		if prev, loaded := rs.unlisted.LoadOrStore(name, t); loaded {
+			return prev.(*toolRules)
+		}
+		rs.nUnlisted.Add(1)
+		return t
+	}
+	return t
 }
 
 func (t *toolRules) confirm() bool { return t.entry.NeedsConfirm() }
@@ -108,24 +144,25 @@ func (t *toolRules) words(lang string) (verbs, objects []string) {
 // action returns the tool's action compiled for loc.
 func (rs *ruleset) action(t *toolRules, loc *patterns.Locale) *patterns.Action {
 	key := actionKey{tool: t.name, lang: loc.Lang()}
-	if t.listed {
+	if t.cached {
 		if a, ok := rs.compiled.Load(key); ok {
 			return a.(*patterns.Action)
 		}
 	}
 	v, o := t.words(loc.Lang())
 	a := loc.CompileAction(v, o)
-	if t.listed {
+	if t.cached {
 		rs.compiled.Store(key, a)
 	}
 	return a
 }
 
-// others returns the verbs of every listed tool but t, compiled for loc:
-// a question naming one of them is about another action.
+// others returns the verbs and objects of every listed tool but t,
+// compiled for loc: a question naming one of their verbs is about another
+// action, and an object they share with t does not tell which action.
 func (rs *ruleset) others(t *toolRules, loc *patterns.Locale) *patterns.Action {
 	key := actionKey{tool: t.name, lang: loc.Lang(), others: true}
-	if t.listed {
+	if t.cached {
 		if a, ok := rs.compiled.Load(key); ok {
 			return a.(*patterns.Action)
 		}
@@ -135,20 +172,21 @@ func (rs *ruleset) others(t *toolRules, loc *patterns.Locale) *patterns.Action {
 	for _, w := range v {
 		mine[w] = true
 	}
-	var verbs []string
+	var verbs, objects []string
 	for _, name := range slices.Sorted(maps.Keys(rs.policy.Tools)) {
 		if name == t.name {
 			continue
 		}
-		ov, _ := (&toolRules{name: name, listed: true, entry: rs.policy.Tools[name]}).words(loc.Lang())
+		ov, oo := rs.tools[name].words(loc.Lang())
 		for _, w := range ov {
 			if !mine[w] {
 				verbs = append(verbs, w)
 			}
 		}
+		objects = append(objects, oo...)
 	}
-	a := loc.MergeActions(verbs)
-	if t.listed {
+	a := loc.MergeActions(verbs, objects)
+	if t.cached {
 		rs.compiled.Store(key, a)
 	}
 	return a

@@ -75,6 +75,12 @@ func TestRules(t *testing.T) {
 		{"agent spoke after the yes", []line{agent("Shall I submit the appeal?"), caller("Yes."), agent("Is there anything else?")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_AGENT_SPOKE_AFTER},
 		{"unlisted tool judged from its name", []line{agent("Shall I refund the order?"), caller("Yes.")}, "refund_order", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
 		{"unlisted tool, question about something else", []line{agent("Shall I submit the appeal?"), caller("Yes.")}, "refund_order", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"proceed governing another action's noun", []line{agent("Would you like to proceed with the cancellation of your appointment?"), caller("Yes.")}, "book_appointment", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"read-back naming the object is not about submitting", []line{agent("I have saved your appeal. Is that okay?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"object two actions share does not say which", []line{agent("Would you like to proceed with your subscription?"), caller("Yes.")}, "cancel_subscription", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"shared object, the turn names the action", []line{agent("I can renew your subscription for another year at the same price. Would you like to proceed with your subscription?"), caller("Yes.")}, "renew_subscription", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"shared object, the turn names the other action", []line{agent("I can renew your subscription for another year. Would you like to proceed with your subscription?"), caller("Yes.")}, "cancel_subscription", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"explicit instruction naming the object", []line{agent("Thanks for calling, how can I help?"), caller("I'd like to cancel my appointment please.")}, "cancel_appointment", nil, allow, yesguardv1.Reason_REASON_EXPLICIT_INSTRUCTION},
 		{"tool that needs no confirmation", []line{agent("Let me look that up.")}, "lookup_order", nil, allow, yesguardv1.Reason_REASON_NOT_REQUIRED},
 	}
 	h := newHarness(t, "testdata/policy.yaml")

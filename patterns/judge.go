@@ -149,6 +149,10 @@ type Action struct {
 	words map[string]bool
 	// Verb and Object are the first of each, for messages.
 	Verb, Object string
+	// shared, on an action built by MergeActions, holds the other
+	// actions' objects: an object of this action that stands there too
+	// ("appointment" for booking and cancelling) names neither.
+	shared phraseList
 }
 
 // CompileAction compiles a tool's verbs and objects. Each verb matches its
@@ -610,9 +614,13 @@ const (
 	RefBack
 	// RefOther: it names another action.
 	RefOther
+	// RefShared: a proceed or confirm phrase governs one of its objects
+	// that another action acts on too ("confirm the appointment" with
+	// booking and cancelling): only the rest of the turn can tell which.
+	RefShared
 )
 
-var refNames = [...]string{"none", "verb", "object", "proceed", "back_reference", "other"}
+var refNames = [...]string{"none", "verb", "object", "proceed", "back_reference", "other", "shared_object"}
 
 func (k RefKind) String() string { return refNames[k] }
 
@@ -620,6 +628,12 @@ func (k RefKind) String() string { return refNames[k] }
 type Ref struct {
 	Kind    RefKind
 	Matches []Match
+}
+
+// gov is a proceed or confirm phrase found in a sentence.
+type gov struct {
+	s       span
+	proceed bool
 }
 
 // governWindow is how many words after a proceed or confirm phrase may
@@ -636,10 +650,6 @@ func (l *Locale) Refers(s Sentence, a, others *Action) Ref {
 	if sp := a.verbs.find(toks[:side]); len(sp) > 0 {
 		return Ref{Kind: RefVerb, Matches: []Match{spanMatch("verb", toks, sp[0])}}
 	}
-	type gov struct {
-		s       span
-		proceed bool
-	}
 	var govs []gov
 	for _, sp := range l.proceed.find(toks[:side]) {
 		govs = append(govs, gov{sp, true})
@@ -648,23 +658,53 @@ func (l *Locale) Refers(s Sentence, a, others *Action) Ref {
 		govs = append(govs, gov{sp, false})
 	}
 	sort.Slice(govs, func(i, j int) bool { return govs[i].s.start < govs[j].s.start })
+	var shared *Ref
 	for _, g := range govs {
 		region := toks[g.s.end:min(len(toks), g.s.end+governWindow)]
 		if sp := a.objects.find(region); len(sp) > 0 {
-			return Ref{Kind: RefObject, Matches: []Match{
+			// "proceed with the cancellation of your appointment": the
+			// phrase governs the other action's noun, not our object.
+			if r, ok := l.otherBetween(others, region[:sp[0].start], toks, g); ok {
+				return r
+			}
+			ref := Ref{Kind: RefObject, Matches: []Match{
 				spanMatch(ruleOf(g.proceed), toks, g.s),
 				spanMatch("object", region, sp[0]),
 			}}
+			if others != nil && others.sharesObject(region, sp[0]) {
+				if shared == nil {
+					ref.Kind = RefShared
+					shared = &ref
+				}
+				continue
+			}
+			return ref
 		}
 		if l.governBefore {
 			region := l.beforeRegion(toks, g.s.start)
 			if sp, ok := l.governedBefore(region, a); ok {
-				return Ref{Kind: RefObject, Matches: []Match{
+				ref := Ref{Kind: RefObject, Matches: []Match{
 					spanMatch(ruleOf(g.proceed), toks, g.s),
 					spanMatch("object", region, sp),
 				}}
+				if others != nil && others.sharesObject(region, sp) {
+					if shared == nil {
+						ref.Kind = RefShared
+						shared = &ref
+					}
+					continue
+				}
+				return ref
 			}
 		}
+	}
+	if shared != nil {
+		if others != nil {
+			if sp := others.verbs.find(toks); len(sp) > 0 {
+				return Ref{Kind: RefOther, Matches: []Match{spanMatch("other_action", toks, sp[0])}}
+			}
+		}
+		return *shared
 	}
 	if others != nil {
 		if sp := others.verbs.find(toks); len(sp) > 0 {
@@ -736,6 +776,34 @@ func (l *Locale) Refers(s Sentence, a, others *Action) Ref {
 		return Ref{Kind: RefBack, Matches: []Match{spanMatch("back_reference", toks, asking[0])}}
 	}
 	return Ref{Kind: RefNone}
+}
+
+// otherBetween reports another action's verb or verb noun standing
+// between a proceed or confirm phrase and the object it seems to govern.
+func (l *Locale) otherBetween(others *Action, between, toks []string, g gov) (Ref, bool) {
+	if others == nil || len(between) == 0 {
+		return Ref{}, false
+	}
+	for _, pl := range []*phraseList{&others.verbs, &others.objects} {
+		if sp := pl.find(between); len(sp) > 0 {
+			return Ref{Kind: RefOther, Matches: []Match{
+				spanMatch(ruleOf(g.proceed), toks, g.s),
+				spanMatch("other_action", between, sp[0]),
+			}}, true
+		}
+	}
+	return Ref{}, false
+}
+
+// sharesObject reports whether the object matched at s in toks is also
+// one of the other actions' objects.
+func (a *Action) sharesObject(toks []string, s span) bool {
+	for _, o := range a.shared.find(toks) {
+		if o.start < s.end && s.start < o.end {
+			return true
+		}
+	}
+	return false
 }
 
 // governBeforeWindow is how many words before a proceed or confirm phrase
@@ -931,8 +999,21 @@ func TokenSet(t Text) map[string]bool {
 	return out
 }
 
-// MergeActions compiles one action from the verbs of many, for telling
-// that a sentence names some other action.
-func (l *Locale) MergeActions(verbs []string) *Action {
-	return l.CompileAction(verbs, nil)
+// MergeActions compiles what every other action of the policy says: their
+// verbs (and the nouns the verbs make, "cancellation"), and their objects,
+// so that a question naming one of them is known to be about another
+// action, and an object they share with this one names neither.
+func (l *Locale) MergeActions(verbs, objects []string) *Action {
+	a := l.CompileAction(verbs, nil)
+	for _, o := range objects {
+		for _, p := range l.compileInflected(o, a.words, false) {
+			a.shared.add(p)
+		}
+	}
+	return a
 }
+
+// Words returns every single-word form of the action's verbs and objects
+// (for an action built by MergeActions, of all the other actions' verbs
+// and objects). The map must not be changed.
+func (a *Action) Words() map[string]bool { return a.words }

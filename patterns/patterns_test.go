@@ -147,7 +147,7 @@ func TestLastQuestion(t *testing.T) {
 func TestRefers(t *testing.T) {
 	l := en(t)
 	a := l.CompileAction([]string{"submit", "file"}, []string{"appeal", "submission"})
-	others := l.MergeActions([]string{"email", "cancel", "refund"})
+	others := l.MergeActions([]string{"email", "cancel", "refund"}, nil)
 	for _, tc := range []struct {
 		sentence string
 		want     RefKind
@@ -548,10 +548,10 @@ func TestRefersGovernBefore(t *testing.T) {
 	deSubmit := de.CompileAction([]string{"einreichen"}, []string{"Widerspruch"})
 	dePay := de.CompileAction([]string{"bezahlen", "zahlen"}, []string{"Rechnung"})
 	deBook := de.CompileAction([]string{"buchen"}, []string{"Termin"})
-	deOthers := de.MergeActions([]string{"stornieren", "zuschicken"})
+	deOthers := de.MergeActions([]string{"stornieren", "zuschicken"}, nil)
 	nlPay := nl.CompileAction([]string{"betalen"}, []string{"rekening"})
 	nlBook := nl.CompileAction([]string{"boeken"}, []string{"afspraak"})
-	nlOthers := nl.MergeActions([]string{"annuleren", "mailen"})
+	nlOthers := nl.MergeActions([]string{"annuleren", "mailen"}, nil)
 	for _, tc := range []struct {
 		l         *Locale
 		a, others *Action
