@@ -81,6 +81,11 @@ func TestRules(t *testing.T) {
 		{"shared object, the turn names the action", []line{agent("I can renew your subscription for another year at the same price. Would you like to proceed with your subscription?"), caller("Yes.")}, "renew_subscription", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
 		{"shared object, the turn names the other action", []line{agent("I can renew your subscription for another year. Would you like to proceed with your subscription?"), caller("Yes.")}, "cancel_subscription", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
 		{"explicit instruction naming the object", []line{agent("Thanks for calling, how can I help?"), caller("I'd like to cancel my appointment please.")}, "cancel_appointment", nil, allow, yesguardv1.Reason_REASON_EXPLICIT_INSTRUCTION},
+		{"verb in a side clause is not what is asked", []line{agent("Before I submit it, would you like me to read it back to you?"), caller("Yes please.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"main clause after a side clause", []line{agent("Once you're happy with it, shall I submit the appeal?"), caller("Yes.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"a question about the past asks for no action", []line{agent("Have you already submitted an appeal for this claim?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NO_QUESTION},
+		{"an abbreviation does not end the question", []line{agent("Would you like me to book you with Dr. Patel on Tuesday at 3?"), caller("Yes, Tuesday at 3 is great.")}, "book_appointment", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"p.m. does not end the question", []line{agent("Shall I book it for 3 p.m. on Tuesday?"), caller("Yes.")}, "book_appointment", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
 		{"tool that needs no confirmation", []line{agent("Let me look that up.")}, "lookup_order", nil, allow, yesguardv1.Reason_REASON_NOT_REQUIRED},
 	}
 	h := newHarness(t, "testdata/policy.yaml")

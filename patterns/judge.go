@@ -24,7 +24,18 @@ const separableGap = 8
 // forms returns the inflected forms of one folded word; a verb's forms
 // also take the locale's prefixes (participles: "gebucht").
 func (l *Locale) forms(w string, verb bool) map[string]bool {
-	return l.inflect(w, l.inflection.Suffixes, verb, true)
+	return l.exclude(l.inflect(w, l.inflection.Suffixes, verb, true), w)
+}
+
+// exclude drops the locale's excluded forms from out, never the word w
+// itself.
+func (l *Locale) exclude(out map[string]bool, w string) map[string]bool {
+	for _, x := range l.inflection.Exclude {
+		if x = Fold(strings.TrimSpace(x)); x != w {
+			delete(out, x)
+		}
+	}
+	return out
 }
 
 // nounForms returns the nouns a verb makes with the locale's
@@ -33,7 +44,7 @@ func (l *Locale) nounForms(w string) map[string]bool {
 	if len(l.inflection.NounSuffixes) == 0 {
 		return nil
 	}
-	return l.inflect(w, l.inflection.NounSuffixes, false, false)
+	return l.exclude(l.inflect(w, l.inflection.NounSuffixes, false, false), w)
 }
 
 func (l *Locale) inflect(w string, suffixes []string, verb, self bool) map[string]bool {
@@ -188,7 +199,11 @@ func (l *Locale) CompileAction(verbs, objects []string) *Action {
 }
 
 func (l *Locale) compileInflected(src string, words map[string]bool, verb bool) []*phrase {
-	parts := strings.Fields(Fold(src))
+	// Policy words split as text does: "rendez-vous" is "rendez" "vous".
+	var parts []string
+	for _, w := range strings.Fields(l.fold(src)) {
+		parts = append(parts, l.splitWord(w)...)
+	}
 	if len(parts) == 0 {
 		return nil
 	}
@@ -643,18 +658,18 @@ const governWindow = 6
 // Refers tells how sentence s refers to action a. others (may be nil) holds
 // the verbs of every other action the policy knows.
 func (l *Locale) Refers(s Sentence, a, others *Action) Ref {
-	toks := s.Tokens
-	// Words after a side clause's opening are not what is asked: "Möchten
-	// Sie noch etwas ändern, bevor ich den Widerspruch einreiche?"
-	side := l.sideClause(toks)
-	if sp := a.verbs.find(toks[:side]); len(sp) > 0 {
+	// A side clause is not what is asked: "Möchten Sie noch etwas ändern,
+	// bevor ich den Widerspruch einreiche?", "Before I submit it, would
+	// you like me to read it back to you?".
+	toks := l.mainClause(s)
+	if sp := a.verbs.find(toks); len(sp) > 0 {
 		return Ref{Kind: RefVerb, Matches: []Match{spanMatch("verb", toks, sp[0])}}
 	}
 	var govs []gov
-	for _, sp := range l.proceed.find(toks[:side]) {
+	for _, sp := range l.proceed.find(toks) {
 		govs = append(govs, gov{sp, true})
 	}
-	for _, sp := range l.confirmVerbs.find(toks[:side]) {
+	for _, sp := range l.confirmVerbs.find(toks) {
 		govs = append(govs, gov{sp, false})
 	}
 	sort.Slice(govs, func(i, j int) bool { return govs[i].s.start < govs[j].s.start })
@@ -885,13 +900,34 @@ func (l *Locale) governedBefore(region []string, a *Action) (span, bool) {
 	return objs[0], true
 }
 
-// sideClause returns where the first side clause of toks opens (a
-// side_clauses phrase: "bevor", "nachdem"), or len(toks).
-func (l *Locale) sideClause(toks []string) int {
-	if sp, ok := l.sideClauses.first(toks); ok {
-		return sp.start
+// mainClause returns the sentence's tokens less its side clauses: from a
+// side_clauses word ("before", "bevor") to the next comma, colon or dash
+// of the sentence, or to its end when none follows.
+func (l *Locale) mainClause(s Sentence) []string {
+	spans := l.sideClauses.find(s.Tokens)
+	if len(spans) == 0 {
+		return s.Tokens
 	}
-	return len(toks)
+	drop := make([]bool, len(s.Tokens))
+	for _, sp := range spans {
+		end := len(s.Tokens)
+		for _, b := range s.Breaks {
+			if b > sp.start {
+				end = b
+				break
+			}
+		}
+		for k := sp.start; k < end; k++ {
+			drop[k] = true
+		}
+	}
+	out := make([]string, 0, len(s.Tokens))
+	for k, t := range s.Tokens {
+		if !drop[k] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func ruleOf(proceed bool) string {
@@ -939,7 +975,7 @@ func (l *Locale) contentWords(toks []string) []string {
 // Widerspruch einreiche, ...").
 func (l *Locale) NamesObject(t Text, a *Action) bool {
 	for _, s := range t.Sentences {
-		if len(a.objects.find(s.Tokens[:l.sideClause(s.Tokens)])) > 0 {
+		if len(a.objects.find(l.mainClause(s))) > 0 {
 			if _, open := l.openQuestion(s.Tokens); !open {
 				return true
 			}

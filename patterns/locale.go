@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/yesguard/yesguard/locales"
 )
@@ -39,6 +40,12 @@ type File struct {
 	// OrdinalDot: a dot right after a number of one or two digits and
 	// before a word marks an ordinal ("am 12. Mai"), not a sentence end.
 	OrdinalDot bool `yaml:"ordinal_dot"`
+	// Abbreviations: a dot right after one of these words does not end
+	// the sentence ("Dr. Patel", "Sra. Ruiz"). Written without the dot.
+	Abbreviations []string `yaml:"abbreviations"`
+	// KeepAccents lists words whose accents tell them from another word
+	// ("sí", yes, from "si", if): they are not folded to the plain word.
+	KeepAccents []string `yaml:"keep_accents"`
 
 	// Caller turns.
 	Affirmatives   []string `yaml:"affirmatives"`
@@ -127,6 +134,9 @@ type Inflection struct {
 	// vowel doubled, and one ending in a doubled vowel and a consonant
 	// also has it single (nl "betal" ↔ "betaal", "afspraak" ↔ "afsprak").
 	DoubleVowel bool `yaml:"double_vowel"`
+	// Exclude: generated forms that are other, common words and must not
+	// match (pt "agenda", a form of "agendar" and the noun "diary").
+	Exclude []string `yaml:"exclude"`
 }
 
 // Locale is one language's compiled rules. It is immutable.
@@ -136,6 +146,8 @@ type Locale struct {
 	maxPlainWords int
 	decimalComma  bool
 	ordinalDot    bool
+	abbreviations map[string]bool
+	keepAccents   map[string]string // NFC lower-case word → its kept token
 	elisions      []string
 	clitics       []clitic
 
@@ -290,6 +302,7 @@ func (f *File) Validate(lang string) error {
 		"confirm_requests": f.ConfirmRequests, "question_starts": f.QuestionStarts,
 		"proceed": f.Proceed, "confirm_verbs": f.ConfirmVerbs, "back_references": f.BackReferences,
 		"elisions": f.Elisions, "inflection.strip": f.Inflection.Strip,
+		"abbreviations": f.Abbreviations, "keep_accents": f.KeepAccents, "inflection.exclude": f.Inflection.Exclude,
 		"particles": f.Particles, "open_questions": f.OpenQuestions, "prepositions": f.Prepositions,
 		"conjunctions":                  f.Conjunctions,
 		"inflection.suffixes":           f.Inflection.Suffixes,
@@ -349,6 +362,15 @@ func compileLocale(f *File) *Locale {
 		l.elisions = append(l.elisions, Fold(strings.TrimSpace(e)))
 	}
 	l.ordinalDot = f.OrdinalDot
+	l.abbreviations = map[string]bool{}
+	for _, a := range f.Abbreviations {
+		l.abbreviations[Fold(strings.TrimSuffix(strings.TrimSpace(a), "."))] = true
+	}
+	l.keepAccents = map[string]string{}
+	for _, w := range f.KeepAccents {
+		w = strings.ToLower(norm.NFC.String(strings.TrimSpace(w)))
+		l.keepAccents[w] = keptToken(w)
+	}
 	for _, c := range slices.Sorted(maps.Keys(f.Clitics)) {
 		l.clitics = append(l.clitics, clitic{suffix: Fold(strings.TrimSpace(c)), word: Fold(strings.TrimSpace(f.Clitics[c]))})
 	}

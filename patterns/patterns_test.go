@@ -726,3 +726,51 @@ func FuzzJudgeGermanDutch(f *testing.F) {
 		}
 	})
 }
+
+func TestTextDetails(t *testing.T) {
+	set, err := LoadEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, es, fr, pt := set.Get("en"), set.Get("es"), set.Get("fr"), set.Get("pt")
+
+	// Clause breaks are kept, abbreviations and p.m. do not end sentences.
+	txt := en.Parse("Before I submit it, would you like Dr. Patel at 3 p.m. on Tuesday? Fine.")
+	if len(txt.Sentences) != 2 || len(txt.Sentences[0].Breaks) != 1 || txt.Sentences[0].Breaks[0] != 4 || !txt.Sentences[0].Marked {
+		t.Fatalf("parse = %+v", txt.Sentences)
+	}
+
+	// "1 200,50" is one number where the decimal mark is a comma.
+	if txt := en.Parse("I booked it for 3 p.m. Would you like a copy?"); len(txt.Sentences) != 2 {
+		t.Fatalf("a capital after p.m. starts a new sentence: %+v", txt.Sentences)
+	}
+
+	if got := fr.Numbers(fr.Parse("la facture de 1 200,50 € ?")); len(got) != 1 || got[0] != 1200.5 {
+		t.Fatalf("fr numbers = %v", got)
+	}
+	if got := en.Numbers(en.Parse("I have 2 100 dollar bills")); len(got) != 2 {
+		t.Fatalf("en numbers = %v: a space groups thousands only with a decimal comma", got)
+	}
+
+	// "sí" and "si" stay apart: a condition after a yes is not covered.
+	a := es.CompileAction([]string{"enviar"}, []string{"apelación"})
+	if j := es.JudgeAnswer(es.Parse("Sí, si se envía ahora."), a, nil); !j.NotPlain {
+		t.Fatalf("condition \"si\" after \"sí\" judged %+v", j)
+	}
+	if j := es.JudgeAnswer(es.Parse("Sí."), a, nil); j.NotPlain || !j.Affirmative {
+		t.Fatalf("\"Sí.\" judged %+v", j)
+	}
+
+	// Excluded forms do not match; hyphenated policy words do.
+	book := pt.CompileAction([]string{"agendar"}, nil)
+	if len(book.verbs.find(pt.Parse("Posso verificar a agenda do médico?").Tokens())) != 0 {
+		t.Fatal("pt \"agenda\" matched agendar")
+	}
+	if len(book.verbs.find(pt.Parse("Posso agendar a consulta?").Tokens())) == 0 {
+		t.Fatal("pt \"agendar\" did not match")
+	}
+	rdv := fr.CompileAction([]string{"confirmer"}, []string{"rendez-vous"})
+	if len(rdv.objects.find(fr.Parse("Souhaitez-vous confirmer le rendez-vous de mardi ?").Tokens())) == 0 {
+		t.Fatal("fr rendez-vous did not match")
+	}
+}

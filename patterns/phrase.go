@@ -44,7 +44,7 @@ type span struct {
 // compilePhrase folds and compiles a phrase as written in a locale or policy.
 func compilePhrase(l *Locale, src string) *phrase {
 	p := &phrase{src: src}
-	for _, w := range strings.Fields(Fold(src)) {
+	for _, w := range strings.Fields(l.fold(src)) {
 		switch {
 		case w == "*":
 			p.elems = append(p.elems, element{gap: true})

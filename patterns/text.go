@@ -20,6 +20,10 @@ type Sentence struct {
 	Tokens []string
 	// Marked is true when the sentence ends in "?" or opens with "¿".
 	Marked bool
+	// Breaks are the token indices where a comma, colon or dash split
+	// the sentence into clauses: Breaks holds i when a break stood
+	// before Tokens[i].
+	Breaks []int
 }
 
 // Text is a tokenised text.
@@ -90,7 +94,7 @@ func isSentenceEnd(r rune) bool {
 // separators ("1,200.50" is one token); elisions listed by the locale are
 // split off the word they lead.
 func (l *Locale) Parse(text string) Text {
-	folded := Fold(text)
+	folded := l.fold(protectAcronyms(text))
 	var out Text
 	rs := []rune(folded)
 	rawStart := 0
@@ -120,9 +124,15 @@ func (l *Locale) Parse(text string) Text {
 					j += 2
 					continue
 				}
+				// "1 200,50 €": with a decimal comma, a space before
+				// exactly three digits groups thousands.
+				if l != nil && l.decimalComma && isGroupSpace(rs[j]) && threeDigits(rs, j+1) && !strings.ContainsRune(string(rs[i:j]), ',') {
+					j += 4
+					continue
+				}
 				break
 			}
-			cur.Tokens = append(cur.Tokens, string(rs[i:j]))
+			cur.Tokens = append(cur.Tokens, strings.Map(dropSpace, string(rs[i:j])))
 			// "am 12. Mai": with ordinal_dot, a dot after a number of one
 			// or two digits and before a word is an ordinal's, not a
 			// sentence end.
@@ -153,15 +163,129 @@ func (l *Locale) Parse(text string) Text {
 			cur.Marked = true
 			i++
 			flush(i)
+		case r == '.' && l.keepsDot(rs, i, cur.Tokens):
+			i++
 		case isSentenceEnd(r):
 			i++
 			flush(i)
+		case r == ',' || r == ':' || r == '\u2013' || r == '\u2014':
+			if n := len(cur.Tokens); n > 0 && (len(cur.Breaks) == 0 || cur.Breaks[len(cur.Breaks)-1] != n) {
+				cur.Breaks = append(cur.Breaks, n)
+			}
+			i++
 		default:
 			i++
 		}
 	}
 	flush(len(rs))
 	return out
+}
+
+// keepsDot reports whether the dot at rs[i] is not a sentence end: it
+// follows one of the locale's abbreviations ("Dr. Patel"), or it is a dot
+// of a letter-by-letter abbreviation ("3 p.m. on Tuesday").
+func (l *Locale) keepsDot(rs []rune, i int, toks []string) bool {
+	if i+1 >= len(rs) {
+		return false
+	}
+	if l != nil && len(toks) > 0 && i > 0 && isWordRune(rs[i-1]) && l.abbreviations[toks[len(toks)-1]] {
+		return true
+	}
+	single := func(k int) bool { // rs[k] is a one-letter word
+		return k >= 0 && unicode.IsLetter(rs[k]) && (k == 0 || !isWordRune(rs[k-1]))
+	}
+	// The first dot of "p.m." (p . m .); protectAcronyms takes care of
+	// the last.
+	if single(i-1) && i+2 < len(rs) && unicode.IsLetter(rs[i+1]) && (rs[i+2] == '.' || rs[i+2] == '\u2024') {
+		return true
+	}
+	return false
+}
+
+// protectAcronyms replaces the last dot of a letter-by-letter abbreviation
+// ("p.m.") with a dot leader when the sentence goes on in lower case or
+// with a number ("3 p.m. on Tuesday"), so that it does not end the
+// sentence. It reads the text before folding, while case still shows.
+func protectAcronyms(text string) string {
+	if !strings.Contains(text, ".") {
+		return text
+	}
+	rs := []rune(text)
+	single := func(k int) bool {
+		return k >= 0 && unicode.IsLetter(rs[k]) && (k == 0 || !isWordRune(rs[k-1]))
+	}
+	changed := false
+	for i := 3; i < len(rs); i++ {
+		if rs[i] != '.' || !unicode.IsLetter(rs[i-1]) || rs[i-2] != '.' || !single(i-3) {
+			continue
+		}
+		k := i + 1
+		for k < len(rs) && rs[k] == ' ' {
+			k++
+		}
+		if k > i+1 && k < len(rs) && (unicode.IsLower(rs[k]) || unicode.IsDigit(rs[k])) {
+			rs[i] = '\u2024'
+			changed = true
+		}
+	}
+	if !changed {
+		return text
+	}
+	return string(rs)
+}
+
+func isGroupSpace(r rune) bool { return r == ' ' || r == '\u00a0' || r == '\u202f' }
+
+// threeDigits reports whether rs[k:k+3] are digits and no digit follows.
+func threeDigits(rs []rune, k int) bool {
+	if k+3 > len(rs) {
+		return false
+	}
+	for _, r := range rs[k : k+3] {
+		if !unicode.IsDigit(r) {
+			return false
+		}
+	}
+	return k+3 == len(rs) || !unicode.IsDigit(rs[k+3])
+}
+
+func dropSpace(r rune) rune {
+	if isGroupSpace(r) {
+		return -1
+	}
+	return r
+}
+
+// keptToken is how a word of keep_accents stands after folding: its
+// folded form and a mark no text holds, so "sí" never equals "si".
+func keptToken(w string) string { return Fold(w) + "\u02b9" }
+
+// fold folds s, keeping the words of keep_accents apart.
+func (l *Locale) fold(s string) string {
+	if l == nil || len(l.keepAccents) == 0 {
+		return Fold(s)
+	}
+	rs := []rune(norm.NFC.String(s))
+	var b strings.Builder
+	for i := 0; i < len(rs); {
+		if !unicode.IsLetter(rs[i]) {
+			b.WriteRune(rs[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(rs) && unicode.IsLetter(rs[j]) {
+			j++
+		}
+		w := string(rs[i:j])
+		if k, ok := l.keepAccents[strings.ToLower(w)]; ok {
+			b.WriteString(k)
+		} else {
+			b.WriteString(w)
+		}
+		i = j
+	}
+	return Fold(b.String())
 }
 
 // clitic is a word's ending split off and read as a word of its own.
