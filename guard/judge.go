@@ -240,6 +240,11 @@ func (c *check) judge(v view) (j judgement) {
 		if qTurn == nil {
 			return refuse(yesguardv1.Reason_REASON_NO_QUESTION, "the caller spoke before the agent asked anything")
 		}
+		for _, m := range q.Matches {
+			if m.Rule == "open_question" || m.Rule == "alternative" {
+				return refuse(yesguardv1.Reason_REASON_NO_QUESTION, fmt.Sprintf("the agent's question %q asks for a detail, a choice or a fact (%q), not for a yes to act on", q.Sentence.Raw, m.Text))
+			}
+		}
 		return refuse(yesguardv1.Reason_REASON_NO_QUESTION, fmt.Sprintf("the agent's turn %q asks nothing", clip(qTurn.Text, 160)))
 	}
 	if ans.NotPlain || (!ans.Affirmative && !ans.Verb) {

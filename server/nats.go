@@ -77,9 +77,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// redactURLs hides the passwords of comma-separated URLs, for logs and
+// RedactURLs hides the passwords of comma-separated URLs, for logs and
 // errors.
-func redactURLs(urls string) string {
+func RedactURLs(urls string) string {
 	parts := strings.Split(urls, ",")
 	for i, p := range parts {
 		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
@@ -149,11 +149,11 @@ func (s *Server) connectNATS() error {
 	}
 	nc, err := nats.Connect(target, opts...)
 	if err != nil {
-		return fmt.Errorf("nats_url: connect to %s: %w", redactURLs(target), err)
+		return fmt.Errorf("nats_url: connect to %s: %w", RedactURLs(target), err)
 	}
 	s.nc.Store(nc)
 	if !nc.IsConnected() {
-		s.log.Warn("NATS not reachable yet; retrying", zap.String("url", redactURLs(target)))
+		s.log.Warn("NATS not reachable yet; retrying", zap.String("url", RedactURLs(target)))
 	}
 	s.updateFeedHealth()
 	return nil

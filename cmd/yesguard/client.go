@@ -145,7 +145,7 @@ func connectNATS(url string) (*nats.Conn, error) {
 	nc, err := nats.Connect(url, nats.Name("yesguard-cli"), nats.Timeout(3*time.Second), nats.MaxReconnects(0))
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w (is the guard running? Its embedded server listens on --nats-listen, %s by default)",
-			redactURLs(url), err, server.DefaultNATSListen)
+			server.RedactURLs(url), err, server.DefaultNATSListen)
 	}
 	return nc, nil
 }

@@ -78,7 +78,7 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 	var progress func(probe.Result)
 	if !c.json {
 		fmt.Fprintf(e.stdout, "Probing the guard at %s: %d probes, transcripts to %s on %s.<call>, each answer %s after its Check.\n",
-			target, len(names), redactURLs(c.natsURL), c.subjectPrefix, ms(*lag))
+			target, len(names), server.RedactURLs(c.natsURL), c.subjectPrefix, ms(*lag))
 		i := 0
 		progress = func(r probe.Result) {
 			i++
@@ -102,7 +102,7 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 			Failed        int            `json:"failed"`
 			DurationMS    int64          `json:"duration_ms"`
 			Results       []probe.Result `json:"results"`
-		}{target, redactURLs(c.natsURL), c.subjectPrefix, len(results) - failed, failed, time.Since(start).Milliseconds(), results}); err != nil {
+		}{target, server.RedactURLs(c.natsURL), c.subjectPrefix, len(results) - failed, failed, time.Since(start).Milliseconds(), results}); err != nil {
 			fmt.Fprintf(e.stderr, "yesguard probe: %v\n", err)
 			return exitError
 		}

@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -101,7 +99,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	bi := server.ReadBuildInfo()
 	log.Info("yesguard listening",
 		zap.String("grpc", srv.GRPCAddr()),
-		zap.String("nats", redactURLs(srv.NATSURL())),
+		zap.String("nats", server.RedactURLs(srv.NATSURL())),
 		zap.String("subjects", cfg.SubjectPrefix+".<call_id>"),
 		zap.String("http", srv.HTTPAddr()),
 		zap.String("decision_log", cfg.DecisionLog),
@@ -136,15 +134,4 @@ loop:
 	}
 	log.Info("stopped")
 	return code
-}
-
-// redactURLs hides the passwords of comma-separated URLs, for logs.
-func redactURLs(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			parts[i] = u.Redacted()
-		}
-	}
-	return strings.Join(parts, ",")
 }
