@@ -662,8 +662,8 @@ func (l *Locale) Refers(s Sentence, a, others *Action) Ref {
 	// bevor ich den Widerspruch einreiche?", "Before I submit it, would
 	// you like me to read it back to you?".
 	toks := l.mainClause(s)
-	if sp := a.verbs.find(toks); len(sp) > 0 {
-		return Ref{Kind: RefVerb, Matches: []Match{spanMatch("verb", toks, sp[0])}}
+	if sp, ok := ownVerb(a.verbs.find(toks), others, toks); ok {
+		return Ref{Kind: RefVerb, Matches: []Match{spanMatch("verb", toks, sp)}}
 	}
 	var govs []gov
 	for _, sp := range l.proceed.find(toks) {
@@ -791,6 +791,26 @@ func (l *Locale) Refers(s Sentence, a, others *Action) Ref {
 		return Ref{Kind: RefBack, Matches: []Match{spanMatch("back_reference", toks, asking[0])}}
 	}
 	return Ref{Kind: RefNone}
+}
+
+// ownVerb returns the first of this action's verb matches that no longer
+// match of another action's verb swallows: "mande una copia" is sending
+// a copy, though "mandar" alone would submit.
+func ownVerb(mine []span, others *Action, toks []string) (span, bool) {
+	var theirs []span
+	if others != nil && len(mine) > 0 {
+		theirs = others.verbs.find(toks)
+	}
+next:
+	for _, m := range mine {
+		for _, o := range theirs {
+			if o.start <= m.start && o.end >= m.end && o.end-o.start > m.end-m.start {
+				continue next
+			}
+		}
+		return m, true
+	}
+	return span{}, false
 }
 
 // otherBetween reports another action's verb or verb noun standing

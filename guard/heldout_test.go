@@ -1,0 +1,146 @@
+package guard
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/yesguard/yesguard/dedupe"
+	"github.com/yesguard/yesguard/metrics"
+	"github.com/yesguard/yesguard/patterns"
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/transcript"
+)
+
+// TestHeldOut runs the held-out dialogues (testdata/heldout/<lang>.yaml),
+// written after the rules were tuned and never tuned on, through the real
+// guard. It measures how the rules generalise: it prints, per language,
+// the false accepts and the false refusals of genuine plain yeses, and logs
+// every failure. A false accept is a safety bug and fails the test; false
+// refusals and wrong reasons are reported only. HELDOUT_ALL=1 logs every
+// dialogue's decision, not only the failures.
+func TestHeldOut(t *testing.T) {
+	files, err := filepath.Glob("testdata/heldout/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no held-out files: %v", err)
+	}
+	locs, err := patterns.LoadEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		lang := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(lang, func(t *testing.T) {
+			runHeldOut(t, f, locs)
+		})
+	}
+}
+
+func runHeldOut(t *testing.T, path string, locs *patterns.Set) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c corpusFile
+	dec := yaml.NewDecoder(strings.NewReader(string(raw)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(c.Dialogues) == 0 {
+		t.Fatalf("%s: no dialogues", path)
+	}
+	pol := &Policy{Tools: c.Tools}
+	pol.SetDefaults()
+	pol.Defaults.DefaultLang = c.Lang
+	pol.Defaults.Wait = Duration(2 * time.Second)
+	if err := pol.Validate(); err != nil {
+		t.Fatalf("%s: tools: %v", path, err)
+	}
+	store := transcript.NewStore(transcript.Limits{}, nil)
+	g, err := New(Config{Policy: pol, Locales: locs, Store: store, Book: dedupe.New(nil), Metrics: metrics.New(nil)})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var yes, no, falseAccepts, falseRefusals, wrongReason int
+	var failures []string
+	for i, d := range c.Dialogues {
+		call := fmt.Sprintf("heldout-%s-%d", c.Lang, i)
+		resp, err := playDialogue(t, g, store, call, c.Lang, d)
+		if err != nil {
+			t.Fatalf("%s #%d %q: %v", path, i, d.Name, err)
+		}
+		got := resp.GetOutcome()
+		why := fmt.Sprintf("#%d %q (tool %s %v%s)\n%s    want %s", i, d.Name, d.Tool, d.Args, raceNote(d.Race), dialogueText(d), d.Want)
+		if d.Reason != "" {
+			why += "/" + d.Reason
+		}
+		why += fmt.Sprintf(", got %s/%s, detail: %s", got, resp.GetReason(), resp.GetEvidence().GetDetail())
+		if os.Getenv("HELDOUT_ALL") != "" {
+			t.Logf("#%d %q: want %s, got %s/%s (%s)", i, d.Name, d.Want, got, resp.GetReason(), resp.GetEvidence().GetDetail())
+		}
+		switch d.Want {
+		case "allow":
+			yes++
+			if got != yesguardv1.Outcome_OUTCOME_ALLOW {
+				falseRefusals++
+				failures = append(failures, "false refusal "+why)
+			}
+		case "refuse":
+			no++
+			if got == yesguardv1.Outcome_OUTCOME_ALLOW {
+				falseAccepts++
+				failures = append(failures, "FALSE ACCEPT "+why)
+			}
+		default:
+			t.Fatalf("%s #%d %q: want is %q, not allow or refuse", path, i, d.Name, d.Want)
+		}
+		if d.Reason != "" && resp.GetReason().String() != "REASON_"+strings.ToUpper(d.Reason) &&
+			(d.Want == "allow") == (got == yesguardv1.Outcome_OUTCOME_ALLOW) {
+			// A wrong outcome is already listed; this is the right outcome
+			// for another reason.
+			wrongReason++
+			failures = append(failures, fmt.Sprintf("wrong reason (want %s) %s", d.Reason, why))
+		}
+	}
+	rate := 0.0
+	if yes > 0 {
+		rate = 100 * float64(falseRefusals) / float64(yes)
+	}
+	summary := fmt.Sprintf("heldout %s: %d dialogues (%d genuine yeses, %d to refuse): false accepts %d, false refusals %d (%.1f%%)",
+		c.Lang, len(c.Dialogues), yes, no, falseAccepts, falseRefusals, rate)
+	fmt.Println(summary)
+	fmt.Printf("heldout %s: right outcome, wrong reason %d\n", c.Lang, wrongReason)
+	t.Log(summary)
+	for _, f := range failures {
+		t.Log(f)
+	}
+	if falseAccepts > 0 {
+		t.Errorf("%s: %d false accepts", path, falseAccepts)
+	}
+}
+
+func raceNote(race bool) string {
+	if race {
+		return ", race"
+	}
+	return ""
+}
+
+// dialogueText renders a dialogue's turns, one a line, for a failure log.
+func dialogueText(d dialogue) string {
+	var b strings.Builder
+	for _, ct := range d.Turns {
+		who, text := "agent ", ct.Agent
+		if ct.Caller != "" {
+			who, text = "caller", ct.Caller
+		}
+		fmt.Fprintf(&b, "    %s: %s\n", who, text)
+	}
+	return b.String()
+}
