@@ -226,9 +226,9 @@ func New(m *metrics.Metrics) *Book {
 		b.index[i].ids = make(map[string]*Reservation)
 	}
 	if m != nil {
-		b.hitDuplicate = m.DedupeHits.WithLabelValues("duplicate")
-		b.hitEvidence = m.DedupeHits.WithLabelValues("evidence")
-		b.hitQuantity = m.DedupeHits.WithLabelValues("quantity")
+		b.hitDuplicate = m.DedupeHits.WithLabelValues(metrics.HitDuplicate)
+		b.hitEvidence = m.DedupeHits.WithLabelValues(metrics.HitEvidence)
+		b.hitQuantity = m.DedupeHits.WithLabelValues(metrics.HitQuantity)
 	}
 	return b
 }

@@ -50,18 +50,20 @@ func (l *Limits) SetDefaults() {
 type Utterance struct {
 	// ID is a per-call counter assigned on arrival; stable while the call
 	// is held, so a turn can be named by the ID of its first utterance.
-	ID          uint64
-	Seq         uint64
-	Speaker     Speaker
-	Text        string
-	StartMS     int64 // 0 when HasTimes is false
-	EndMS       int64
+	ID         uint64
+	Seq        uint64
+	Speaker    Speaker
+	Text       string
+	StartMS    int64 // 0 when HasTimes is false
+	EndMS      int64
+	Lang       string
+	ResponseID string
+	Confidence float64
+	ReceivedAt time.Time
+	// The flags last, together: a call holds up to MaxUtterances of these,
+	// and padding after each would cost 8 bytes apiece.
 	HasTimes    bool
-	Lang        string
-	ResponseID  string
 	Interrupted bool
-	Confidence  float64
-	ReceivedAt  time.Time
 }
 
 // Turn is consecutive utterances of one speaker, joined.
@@ -100,6 +102,8 @@ type Snapshot struct {
 
 // Turns groups the snapshot's utterances into turns, after leaving out agent
 // utterances whose ResponseID equals skipResponseID (when it is not empty).
+// The turns' utterances may share memory with the snapshot's (never with
+// the store's); appending to one turn's cannot change another's.
 func (s Snapshot) Turns(skipResponseID string) []Turn {
 	return groupTurns(s.Utterances, skipResponseID)
 }
@@ -138,6 +142,14 @@ func (s *Store) Apply(ev Event, now time.Time) (bool, string) {
 // created). Waiters select on it; nothing polls.
 func (s *Store) Snapshot(callID string) (Snapshot, <-chan struct{}) {
 	return s.snapshot(callID)
+}
+
+// SnapshotTurns is Snapshot with only the utterances of the call's last
+// maxTurns turns, as Turns(skipResponseID) groups them: Turns of the result
+// is the last maxTurns turns of Turns of the whole snapshot, and the rest of
+// the history is not copied. maxTurns <= 0 copies everything.
+func (s *Store) SnapshotTurns(callID, skipResponseID string, maxTurns int) (Snapshot, <-chan struct{}) {
+	return s.snapshotTail(callID, skipResponseID, maxTurns)
 }
 
 // Sweep evicts idle and ended calls, and the least recently active ones

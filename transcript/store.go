@@ -3,6 +3,7 @@ package transcript
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,7 +40,9 @@ type call struct {
 	lastActive time.Time
 	seqs       seqWindow
 
-	// changed is closed and replaced at every change a Snapshot can see.
+	// changed is closed at the next change a Snapshot can see, and at
+	// eviction. It is made by the first Snapshot that needs it, not at each
+	// change: most changes have no one waiting.
 	changed chan struct{}
 }
 
@@ -103,8 +106,10 @@ func (s *Store) apply(ev Event, now time.Time) (bool, string) {
 	c := sh.calls[ev.CallID]
 	created := false
 	if c == nil {
-		c = &call{changed: make(chan struct{})}
-		sh.calls[ev.CallID] = c
+		c = &call{}
+		// A copy for the key: the event's id may share a larger string
+		// (the fast decoder takes it from the subject).
+		sh.calls[strings.Clone(ev.CallID)] = c
 		created = true
 		// Under the lock, so a sweep evicting it cannot count it first.
 		s.n.Add(1)
@@ -117,8 +122,8 @@ func (s *Store) apply(ev Event, now time.Time) (bool, string) {
 	}
 	var old chan struct{}
 	if c.apply(&ev, now, s.limits.MaxUtterances) && !created {
-		old = c.changed
-		c.changed = make(chan struct{})
+		old = c.changed // nil when no one asked; the next Snapshot makes one
+		c.changed = nil
 	}
 	sh.mu.Unlock()
 
@@ -275,7 +280,8 @@ func (c *call) clearInFlightFor(speaker Speaker, seq uint64) {
 	c.inFlightSeq = 0
 }
 
-func (c *call) snapshot(callID string) Snapshot {
+// snapshot copies the call's state with the utterances from index from on.
+func (c *call) snapshot(callID string, from int) Snapshot {
 	snap := Snapshot{
 		CallID:         callID,
 		Exists:         true,
@@ -283,13 +289,45 @@ func (c *call) snapshot(callID string) Snapshot {
 		Ended:          c.ended,
 		Lang:           c.lang,
 	}
-	if len(c.utts) > 0 {
-		snap.Utterances = slices.Clone(c.utts)
+	if from < len(c.utts) {
+		snap.Utterances = slices.Clone(c.utts[from:])
 	}
 	return snap
 }
 
+// tailStart returns the index of the first utterance of the call's last
+// maxTurns turns, grouped as groupTurns groups them after leaving out agent
+// utterances answering skipResponseID; 0 when maxTurns <= 0. Utterances left
+// out that fall after it stay in the tail, where groupTurns leaves them out
+// again.
+func (c *call) tailStart(skipResponseID string, maxTurns int) int {
+	if maxTurns <= 0 {
+		return 0
+	}
+	start, turns := len(c.utts), 0
+	var cur Speaker
+	for i := len(c.utts) - 1; i >= 0; i-- {
+		u := &c.utts[i]
+		if skipped(u, skipResponseID) {
+			continue
+		}
+		if turns == 0 || u.Speaker != cur {
+			if turns == maxTurns {
+				break
+			}
+			turns++
+			cur = u.Speaker
+		}
+		start = i
+	}
+	return start
+}
+
 func (s *Store) snapshot(callID string) (Snapshot, <-chan struct{}) {
+	return s.snapshotTail(callID, "", 0)
+}
+
+func (s *Store) snapshotTail(callID, skipResponseID string, maxTurns int) (Snapshot, <-chan struct{}) {
 	// Load the new-call channel before looking the call up: if the call is
 	// created after the lookup, this channel is closed after it.
 	newCall := *s.newCall.Load()
@@ -300,15 +338,35 @@ func (s *Store) snapshot(callID string) (Snapshot, <-chan struct{}) {
 		sh.mu.RUnlock()
 		return Snapshot{CallID: callID}, newCall
 	}
-	snap, ch := c.snapshot(callID), c.changed
+	if ch := c.changed; ch != nil {
+		snap := c.snapshot(callID, c.tailStart(skipResponseID, maxTurns))
+		sh.mu.RUnlock()
+		return snap, ch
+	}
 	sh.mu.RUnlock()
+
+	// The first reader since the last change makes the channel, under the
+	// write lock.
+	sh.mu.Lock()
+	c = sh.calls[callID]
+	if c == nil { // evicted meanwhile
+		sh.mu.Unlock()
+		return Snapshot{CallID: callID}, newCall
+	}
+	if c.changed == nil {
+		c.changed = make(chan struct{})
+	}
+	snap, ch := c.snapshot(callID, c.tailStart(skipResponseID, maxTurns)), c.changed
+	sh.mu.Unlock()
 	return snap, ch
 }
 
 // evictLocked removes the call; sh.mu must be held.
 func (s *Store) evictLocked(sh *shard, callID string, c *call, cause string) {
 	delete(sh.calls, callID)
-	close(c.changed) // waiters re-read and see Exists=false
+	if c.changed != nil {
+		close(c.changed) // waiters re-read and see Exists=false
+	}
 	s.n.Add(-1)
 	if s.m != nil {
 		s.m.ActiveCalls.Dec()
