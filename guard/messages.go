@@ -9,7 +9,10 @@ import (
 // message tells the model what to do next after a decision. action names
 // the tool's action ("submit the appeal").
 func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool, action, detail string) string {
-	ask := fmt.Sprintf("Ask the caller plainly whether to %s (for example \"Shall I %s?\"), wait for their answer, and call %s only after a clear yes.", action, action, tool)
+	// ask is built only for the refusals that use it.
+	ask := func() string {
+		return "Ask the caller plainly whether to " + action + " (for example \"Shall I " + action + "?\"), wait for their answer, and call " + tool + " only after a clear yes."
+	}
 	switch reason {
 	case yesguardv1.Reason_REASON_CONFIRMED:
 		return fmt.Sprintf("Allowed: the caller confirmed. Run %s, then report its result with Complete.", tool)
@@ -20,21 +23,21 @@ func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool, action,
 			return fmt.Sprintf("Allowed: %s needs no confirmation. Run it, then report its result with Complete.", tool)
 		}
 	case yesguardv1.Reason_REASON_NO_ANSWER:
-		return "The caller has not answered yet. Do not act: wait for the caller's reply. " + ask
+		return "The caller has not answered yet. Do not act: wait for the caller's reply. " + ask()
 	case yesguardv1.Reason_REASON_AGENT_SPOKE_AFTER:
-		return "You spoke after the caller's last words, so their earlier answer no longer confirms this. " + ask
+		return "You spoke after the caller's last words, so their earlier answer no longer confirms this. " + ask()
 	case yesguardv1.Reason_REASON_NOT_PLAIN:
-		return fmt.Sprintf("The caller's answer was not a plain yes (%s). Do not act: respond to what they said first. Then %s", detail, lowerFirst(ask))
+		return fmt.Sprintf("The caller's answer was not a plain yes (%s). Do not act: respond to what they said first. Then %s", detail, lowerFirst(ask()))
 	case yesguardv1.Reason_REASON_NEGATED:
 		return fmt.Sprintf("The caller said no or changed their mind (%s). Do not %s; ask what they would like to do instead.", detail, action)
 	case yesguardv1.Reason_REASON_NO_QUESTION:
-		return "You did not ask the caller to confirm this action, so their words are not consent. " + ask
+		return "You did not ask the caller to confirm this action, so their words are not consent. " + ask()
 	case yesguardv1.Reason_REASON_ACTION_MISMATCH:
-		return fmt.Sprintf("The caller's yes answered a question about something else (%s), not about this action. %s", detail, ask)
+		return fmt.Sprintf("The caller's yes answered a question about something else (%s), not about this action. %s", detail, ask())
 	case yesguardv1.Reason_REASON_ARGUMENT_MISMATCH:
 		return fmt.Sprintf("Your question did not state %s. Ask again stating exactly what you will do, wait for a clear yes, then call %s with the same details.", detail, tool)
 	case yesguardv1.Reason_REASON_STALE:
-		return "The caller's yes is too old to rely on. " + ask
+		return "The caller's yes is too old to rely on. " + ask()
 	case yesguardv1.Reason_REASON_EVIDENCE_USED:
 		return fmt.Sprintf("That yes already allowed %s once. Do not run it again; if the caller wants it again or with other details, ask them to confirm again.", tool)
 	case yesguardv1.Reason_REASON_DUPLICATE:
@@ -46,7 +49,7 @@ func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool, action,
 	case yesguardv1.Reason_REASON_TRANSCRIPT_UNAVAILABLE:
 		return fmt.Sprintf("The transcript feed is down, so the caller's consent cannot be checked. Do not %s now; tell the caller you cannot complete it at the moment.", action)
 	case yesguardv1.Reason_REASON_CALLER_SPEAKING:
-		return "The caller is still speaking. Do not act: let them finish and respond to what they say. " + ask
+		return "The caller is still speaking. Do not act: let them finish and respond to what they say. " + ask()
 	case yesguardv1.Reason_REASON_UNSUPPORTED_LANGUAGE:
 		return fmt.Sprintf("The guard has no rules for the caller's language (%s), so their answer cannot be checked. Do not %s now.", detail, action)
 	}

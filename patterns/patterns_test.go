@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"unicode/utf8"
 )
 
 func en(t testing.TB) *Locale {
@@ -773,4 +774,28 @@ func TestTextDetails(t *testing.T) {
 	if len(rdv.objects.find(fr.Parse("Souhaitez-vous confirmer le rendez-vous de mardi ?").Tokens())) == 0 {
 		t.Fatal("fr rendez-vous did not match")
 	}
+}
+
+// Fold's table path must give what Unicode normalisation gives.
+func TestFoldTable(t *testing.T) {
+	for r := rune(0); r < 0x3000; r++ {
+		in := "A" + string(r) + "b"
+		if got, want := Fold(in), slowFold(in); got != want {
+			t.Fatalf("Fold(%q) = %q, slowFold = %q", in, got, want)
+		}
+	}
+}
+
+func FuzzFold(f *testing.F) {
+	for _, s := range []string{"Envíe", "Straße", "ÇA VA", "e\u0301", "I’ll", "İstanbul", "ﬁne", "Ǆ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		if got, want := Fold(s), slowFold(s); got != want {
+			t.Fatalf("Fold(%q) = %q, slowFold = %q", s, got, want)
+		}
+	})
 }

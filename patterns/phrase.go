@@ -151,16 +151,15 @@ func (pl *phraseList) find(toks []string) []span {
 	var out []span
 	for i, tok := range toks {
 		best := span{start: -1}
-		try := func(p *phrase) {
+		for _, p := range pl.byFirst[tok] {
 			if end := matchAt(p.elems, toks, i); end > i && (best.start < 0 || end > best.end) {
 				best = span{start: i, end: end, p: p}
 			}
 		}
-		for _, p := range pl.byFirst[tok] {
-			try(p)
-		}
 		for _, p := range pl.other {
-			try(p)
+			if end := matchAt(p.elems, toks, i); end > i && (best.start < 0 || end > best.end) {
+				best = span{start: i, end: end, p: p}
+			}
 		}
 		if best.start >= 0 {
 			out = append(out, best)

@@ -52,7 +52,9 @@ var accentFolders = sync.Pool{New: func() any {
 }}
 
 // Fold lower-cases s, removes accents and straightens quotes, so that
-// "Envíe" and "envie" compare equal.
+// "Envíe" and "envie" compare equal. Text in the Latin scripts folds
+// through a table in one pass; anything else goes through Unicode
+// normalisation (slowFold), with the same result.
 func Fold(s string) string {
 	ascii := true
 	for i := 0; i < len(s); i++ {
@@ -61,22 +63,71 @@ func Fold(s string) string {
 			break
 		}
 	}
-	if !ascii {
-		t := accentFolders.Get().(transform.Transformer)
-		if f, _, err := transform.String(t, s); err == nil {
-			s = f
+	if ascii {
+		if strings.IndexByte(s, '`') >= 0 {
+			s = strings.ReplaceAll(s, "`", "'")
 		}
-		accentFolders.Put(t)
-		s = strings.Map(func(r rune) rune {
-			switch r {
-			case '\u2019', '\u2018', '\u02bc', '`', '\u00b4':
-				return '\''
-			case '\u00df':
-				return -1 // handled below
-			}
-			return r
-		}, strings.ReplaceAll(s, "\u00df", "ss"))
+		return strings.ToLower(s)
 	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r == '`':
+			b.WriteByte('\'')
+		case r < utf8.RuneSelf:
+			if 'A' <= r && r <= 'Z' {
+				r += 'a' - 'A'
+			}
+			b.WriteByte(byte(r))
+		case r < latinTableEnd:
+			b.WriteString(latinFold[r-utf8.RuneSelf])
+		case isQuote(r):
+			b.WriteByte('\'')
+		case r == '\u2013' || r == '\u2014' || r == '\u2026' || r == '\u2024' || r == '\u202f' || r == '\u02b9':
+			b.WriteRune(r)
+		default:
+			return slowFold(s)
+		}
+	}
+	return b.String()
+}
+
+func isQuote(r rune) bool {
+	switch r {
+	case '\u2019', '\u2018', '\u02bc', '`', '\u00b4':
+		return true
+	}
+	return false
+}
+
+// latinTableEnd bounds the runes latinFold covers: Latin-1 Supplement and
+// Latin Extended-A and B.
+const latinTableEnd = 0x250
+
+// latinFold holds slowFold of each rune from U+0080 to latinTableEnd.
+var latinFold = func() []string {
+	t := make([]string, latinTableEnd-utf8.RuneSelf)
+	for r := rune(utf8.RuneSelf); r < latinTableEnd; r++ {
+		t[r-utf8.RuneSelf] = slowFold(string(r))
+	}
+	return t
+}()
+
+// slowFold is Fold through Unicode normalisation: decompose, drop the
+// combining marks, recompose, then the quotes, ß and lower case.
+func slowFold(s string) string {
+	t := accentFolders.Get().(transform.Transformer)
+	if f, _, err := transform.String(t, s); err == nil {
+		s = f
+	}
+	accentFolders.Put(t)
+	s = strings.Map(func(r rune) rune {
+		if isQuote(r) {
+			return '\''
+		}
+		return r
+	}, strings.ReplaceAll(s, "\u00df", "ss"))
 	return strings.ToLower(s)
 }
 
@@ -94,112 +145,127 @@ func isSentenceEnd(r rune) bool {
 // separators ("1,200.50" is one token); elisions listed by the locale are
 // split off the word they lead.
 func (l *Locale) Parse(text string) Text {
-	folded := l.fold(protectAcronyms(text))
+	// Tokens and Raw are substrings of the folded text: a word costs no
+	// allocation of its own.
+	s := l.fold(protectAcronyms(text))
 	var out Text
-	rs := []rune(folded)
 	rawStart := 0
 	cur := Sentence{}
 	flush := func(end int) {
-		raw := strings.TrimSpace(string(rs[rawStart:end]))
-		if len(cur.Tokens) > 0 || raw != "" {
-			cur.Raw = raw
-			if len(cur.Tokens) > 0 {
-				out.Sentences = append(out.Sentences, cur)
-			}
+		if len(cur.Tokens) > 0 {
+			cur.Raw = strings.TrimSpace(s[rawStart:end])
+			out.Sentences = append(out.Sentences, cur)
 		}
 		cur = Sentence{}
 		rawStart = end
 	}
-	for i := 0; i < len(rs); {
-		r := rs[i]
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case unicode.IsDigit(r):
-			j := i + 1
-			for j < len(rs) {
-				if unicode.IsDigit(rs[j]) {
-					j++
+			j := i + size
+			for j < len(s) {
+				r2, sz := utf8.DecodeRuneInString(s[j:])
+				if unicode.IsDigit(r2) {
+					j += sz
 					continue
 				}
-				if (rs[j] == '.' || rs[j] == ',') && j+1 < len(rs) && unicode.IsDigit(rs[j+1]) {
-					j += 2
-					continue
+				if (r2 == '.' || r2 == ',') && j+1 < len(s) {
+					if r3, sz3 := utf8.DecodeRuneInString(s[j+1:]); unicode.IsDigit(r3) {
+						j += 1 + sz3
+						continue
+					}
 				}
 				// "1 200,50 €": with a decimal comma, a space before
 				// exactly three digits groups thousands.
-				if l != nil && l.decimalComma && isGroupSpace(rs[j]) && threeDigits(rs, j+1) && !strings.ContainsRune(string(rs[i:j]), ',') {
-					j += 4
+				if l != nil && l.decimalComma && isGroupSpace(r2) && threeDigits(s, j+sz) && !strings.ContainsRune(s[i:j], ',') {
+					j += sz + 3
 					continue
 				}
 				break
 			}
-			cur.Tokens = append(cur.Tokens, strings.Map(dropSpace, string(rs[i:j])))
+			tok := s[i:j]
+			if strings.ContainsFunc(tok, isGroupSpace) {
+				tok = strings.Map(dropSpace, tok)
+			}
+			cur.Tokens = append(cur.Tokens, tok)
 			// "am 12. Mai": with ordinal_dot, a dot after a number of one
 			// or two digits and before a word is an ordinal's, not a
 			// sentence end.
-			if l != nil && l.ordinalDot && j-i <= 2 && j+2 < len(rs) && rs[j] == '.' &&
-				rs[j+1] == ' ' && unicode.IsLetter(rs[j+2]) {
-				j++
+			if l != nil && l.ordinalDot && j-i <= 2 && j+2 < len(s) && s[j] == '.' && s[j+1] == ' ' {
+				if r3, _ := utf8.DecodeRuneInString(s[j+2:]); unicode.IsLetter(r3) {
+					j++
+				}
 			}
 			i = j
 		case isWordRune(r):
-			j := i + 1
-			for j < len(rs) {
-				if isWordRune(rs[j]) {
-					j++
+			j := i + size
+			for j < len(s) {
+				r2, sz := utf8.DecodeRuneInString(s[j:])
+				if isWordRune(r2) {
+					j += sz
 					continue
 				}
-				if (rs[j] == '\'' || rs[j] == '-') && j+1 < len(rs) && unicode.IsLetter(rs[j+1]) {
-					j += 2
-					continue
+				if (r2 == '\'' || r2 == '-') && j+1 < len(s) {
+					if r3, sz3 := utf8.DecodeRuneInString(s[j+1:]); unicode.IsLetter(r3) {
+						j += 1 + sz3
+						continue
+					}
 				}
 				break
 			}
-			cur.Tokens = append(cur.Tokens, l.splitWord(string(rs[i:j]))...)
+			cur.Tokens = l.appendSplit(cur.Tokens, s[i:j])
 			i = j
 		case r == '\u00bf': // ¿ opens a question
 			cur.Marked = true
-			i++
+			i += size
 		case r == '?':
 			cur.Marked = true
-			i++
+			i += size
 			flush(i)
-		case r == '.' && l.keepsDot(rs, i, cur.Tokens):
-			i++
+		case r == '.' && l.keepsDot(s, i, cur.Tokens):
+			i += size
 		case isSentenceEnd(r):
-			i++
+			i += size
 			flush(i)
 		case r == ',' || r == ':' || r == '\u2013' || r == '\u2014':
 			if n := len(cur.Tokens); n > 0 && (len(cur.Breaks) == 0 || cur.Breaks[len(cur.Breaks)-1] != n) {
 				cur.Breaks = append(cur.Breaks, n)
 			}
-			i++
+			i += size
 		default:
-			i++
+			i += size
 		}
 	}
-	flush(len(rs))
+	flush(len(s))
 	return out
 }
 
 // keepsDot reports whether the dot at rs[i] is not a sentence end: it
 // follows one of the locale's abbreviations ("Dr. Patel"), or it is a dot
 // of a letter-by-letter abbreviation ("3 p.m. on Tuesday").
-func (l *Locale) keepsDot(rs []rune, i int, toks []string) bool {
-	if i+1 >= len(rs) {
+func (l *Locale) keepsDot(s string, i int, toks []string) bool {
+	if i+1 >= len(s) || i == 0 {
 		return false
 	}
-	if l != nil && len(toks) > 0 && i > 0 && isWordRune(rs[i-1]) && l.abbreviations[toks[len(toks)-1]] {
+	prev, psz := utf8.DecodeLastRuneInString(s[:i])
+	if l != nil && len(toks) > 0 && isWordRune(prev) && l.abbreviations[toks[len(toks)-1]] {
 		return true
-	}
-	single := func(k int) bool { // rs[k] is a one-letter word
-		return k >= 0 && unicode.IsLetter(rs[k]) && (k == 0 || !isWordRune(rs[k-1]))
 	}
 	// The first dot of "p.m." (p . m .); protectAcronyms takes care of
 	// the last.
-	if single(i-1) && i+2 < len(rs) && unicode.IsLetter(rs[i+1]) && (rs[i+2] == '.' || rs[i+2] == '\u2024') {
-		return true
+	if !unicode.IsLetter(prev) {
+		return false
 	}
-	return false
+	if before, _ := utf8.DecodeLastRuneInString(s[:i-psz]); i-psz > 0 && isWordRune(before) {
+		return false
+	}
+	next, nsz := utf8.DecodeRuneInString(s[i+1:])
+	if !unicode.IsLetter(next) || i+1+nsz >= len(s) {
+		return false
+	}
+	n2, _ := utf8.DecodeRuneInString(s[i+1+nsz:])
+	return n2 == '.' || n2 == '\u2024'
 }
 
 // protectAcronyms replaces the last dot of a letter-by-letter abbreviation
@@ -207,7 +273,15 @@ func (l *Locale) keepsDot(rs []rune, i int, toks []string) bool {
 // with a number ("3 p.m. on Tuesday"), so that it does not end the
 // sentence. It reads the text before folding, while case still shows.
 func protectAcronyms(text string) string {
-	if !strings.Contains(text, ".") {
+	// Only a text with ".x." can hold one.
+	found := false
+	for i := 2; i < len(text); i++ {
+		if text[i] == '.' && text[i-2] == '.' && isASCIILetter(text[i-1]) {
+			found = true
+			break
+		}
+	}
+	if !found {
 		return text
 	}
 	rs := []rune(text)
@@ -234,19 +308,26 @@ func protectAcronyms(text string) string {
 	return string(rs)
 }
 
+func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
 func isGroupSpace(r rune) bool { return r == ' ' || r == '\u00a0' || r == '\u202f' }
 
-// threeDigits reports whether rs[k:k+3] are digits and no digit follows.
-func threeDigits(rs []rune, k int) bool {
-	if k+3 > len(rs) {
+// threeDigits reports whether s[k:k+3] are ASCII digits and no digit
+// follows.
+func threeDigits(s string, k int) bool {
+	if k+3 > len(s) {
 		return false
 	}
-	for _, r := range rs[k : k+3] {
-		if !unicode.IsDigit(r) {
+	for _, c := range []byte(s[k : k+3]) {
+		if c < '0' || c > '9' {
 			return false
 		}
 	}
-	return k+3 == len(rs) || !unicode.IsDigit(rs[k+3])
+	if k+3 == len(s) {
+		return true
+	}
+	r, _ := utf8.DecodeRuneInString(s[k+3:])
+	return !unicode.IsDigit(r)
 }
 
 func dropSpace(r rune) rune {
@@ -297,23 +378,29 @@ type clitic struct {
 // splitWord splits elisions ("j'envoie" → "j'", "envoie"), clitics
 // ("geht's" → "geht", "es") and hyphenated words ("allez-y" → "allez",
 // "y").
-func (l *Locale) splitWord(w string) []string {
+func (l *Locale) splitWord(w string) []string { return l.appendSplit(nil, w) }
+
+// appendSplit appends w's parts, as splitWord splits them, to dst.
+func (l *Locale) appendSplit(dst []string, w string) []string {
 	if l != nil {
 		for _, e := range l.elisions {
 			if len(w) > len(e) && strings.HasPrefix(w, e) {
-				return append([]string{e}, l.splitWord(w[len(e):])...)
+				return l.appendSplit(append(dst, e), w[len(e):])
 			}
 		}
 		for _, c := range l.clitics {
 			if len(w) > len(c.suffix) && strings.HasSuffix(w, c.suffix) {
-				return append(l.splitWord(w[:len(w)-len(c.suffix)]), c.word)
+				return append(l.appendSplit(dst, w[:len(w)-len(c.suffix)]), c.word)
 			}
 		}
 	}
-	if strings.ContainsRune(w, '-') {
-		return strings.Split(w, "-")
+	if strings.IndexByte(w, '-') >= 0 {
+		for part := range strings.SplitSeq(w, "-") {
+			dst = append(dst, part)
+		}
+		return dst
 	}
-	return []string{w}
+	return append(dst, w)
 }
 
 // ParseNumber reads a numeric token as a number, using the locale's decimal
