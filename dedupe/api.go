@@ -479,18 +479,3 @@ func (b *Book) Sweep(now time.Time) int {
 	}
 	return n
 }
-
-// RunSweeper calls Sweep(time.Now()) every interval until ctx is done. It
-// blocks; run it in its own goroutine. every must be positive.
-func (b *Book) RunSweeper(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			b.Sweep(time.Now())
-		}
-	}
-}

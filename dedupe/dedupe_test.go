@@ -698,41 +698,6 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-func TestRunSweeper(t *testing.T) {
-	m := metrics.New(prometheus.NewRegistry())
-	b := New(m)
-	// Reserved long ago in wall time, completed: the first sweep drops it.
-	r := rq("d1", "c1", "book", "h1", 0)
-	r.Now = time.Now().Add(-time.Hour)
-	mustAllow(t, b, r)
-	mustComplete(t, b, "d1", nil, false)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		b.RunSweeper(ctx, time.Millisecond)
-	}()
-
-	deadline := time.Now().Add(waitLimit)
-	for toFloat64(t, m.Reservations) != 0 {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatal("RunSweeper never swept")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	select {
-	case <-stopped:
-	case <-time.After(waitLimit):
-		t.Fatal("RunSweeper did not return after ctx ended")
-	}
-	if err := b.Complete("d1", nil, false); !errors.Is(err, ErrUnknownDecision) {
-		t.Fatalf("Complete after sweeper = %v", err)
-	}
-}
-
 func TestNilMetrics(t *testing.T) {
 	b := New(nil)
 	mustAllow(t, b, rq("d1", "c1", "book", "h1", 0))

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -74,31 +75,11 @@ func TestCorpus(t *testing.T) {
 }
 
 func runCorpus(t *testing.T, path string, locs *patterns.Set) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c corpusFile
-	dec := yaml.NewDecoder(strings.NewReader(string(raw)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	c := readCorpus(t, path)
 	if len(c.Dialogues) < 60 {
 		t.Errorf("%s: %d dialogues, want at least 60", path, len(c.Dialogues))
 	}
-	pol := &Policy{Tools: c.Tools}
-	pol.SetDefaults()
-	pol.Defaults.DefaultLang = c.Lang
-	pol.Defaults.Wait = Duration(2 * time.Second)
-	if err := pol.Validate(); err != nil {
-		t.Fatalf("%s: tools: %v", path, err)
-	}
-	store := transcript.NewStore(transcript.Limits{}, nil)
-	g, err := New(Config{Policy: pol, Locales: locs, Store: store, Book: dedupe.New(nil), Metrics: metrics.New(nil)})
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	g, store := corpusGuard(t, path, c, locs)
 	var yes, no, falseAccepts, falseRefusals, wrongReason int
 	var failures []string
 	for i, d := range c.Dialogues {
@@ -144,6 +125,41 @@ func runCorpus(t *testing.T, path string, locs *patterns.Set) {
 	if falseAccepts > 0 || rate >= 3 || wrongReason > 0 {
 		t.Error(summary)
 	}
+}
+
+// readCorpus reads a corpus file, rejecting unknown fields.
+func readCorpus(t *testing.T, path string) corpusFile {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c corpusFile
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return c
+}
+
+// corpusGuard builds a guard with its own store and book that judges
+// under the corpus's tools, in its language.
+func corpusGuard(t *testing.T, path string, c corpusFile, locs *patterns.Set) (*Guard, *transcript.Store) {
+	t.Helper()
+	pol := &Policy{Tools: c.Tools}
+	pol.SetDefaults()
+	pol.Defaults.DefaultLang = c.Lang
+	pol.Defaults.Wait = Duration(2 * time.Second)
+	if err := pol.Validate(); err != nil {
+		t.Fatalf("%s: tools: %v", path, err)
+	}
+	store := transcript.NewStore(transcript.Limits{}, nil)
+	g, err := New(Config{Policy: pol, Locales: locs, Store: store, Book: dedupe.New(nil), Metrics: metrics.New(nil)})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return g, store
 }
 
 // playDialogue applies the dialogue's turns to the store and checks its

@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -98,16 +97,6 @@ func (s *decisionStore) sweep(now time.Time) int {
 	return n
 }
 
-// RunSweeper forgets old decisions every interval until ctx is done.
-func (g *Guard) RunSweeper(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			g.decisions.sweep(g.now())
-		}
-	}
-}
+// Sweep forgets the decisions of calls with none for longer than
+// DecisionTTL, and returns how many calls it forgot.
+func (g *Guard) Sweep(now time.Time) int { return g.decisions.sweep(now) }

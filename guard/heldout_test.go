@@ -6,15 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"go.yaml.in/yaml/v3"
-
-	"github.com/yesguard/yesguard/dedupe"
-	"github.com/yesguard/yesguard/metrics"
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
-	"github.com/yesguard/yesguard/transcript"
 )
 
 // TestHeldOut runs the held-out dialogues (testdata/heldout/<lang>.yaml),
@@ -42,31 +36,11 @@ func TestHeldOut(t *testing.T) {
 }
 
 func runHeldOut(t *testing.T, path string, locs *patterns.Set) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c corpusFile
-	dec := yaml.NewDecoder(strings.NewReader(string(raw)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	c := readCorpus(t, path)
 	if len(c.Dialogues) == 0 {
 		t.Fatalf("%s: no dialogues", path)
 	}
-	pol := &Policy{Tools: c.Tools}
-	pol.SetDefaults()
-	pol.Defaults.DefaultLang = c.Lang
-	pol.Defaults.Wait = Duration(2 * time.Second)
-	if err := pol.Validate(); err != nil {
-		t.Fatalf("%s: tools: %v", path, err)
-	}
-	store := transcript.NewStore(transcript.Limits{}, nil)
-	g, err := New(Config{Policy: pol, Locales: locs, Store: store, Book: dedupe.New(nil), Metrics: metrics.New(nil)})
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	g, store := corpusGuard(t, path, c, locs)
 	var yes, no, falseAccepts, falseRefusals, wrongReason int
 	var failures []string
 	for i, d := range c.Dialogues {

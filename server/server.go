@@ -336,10 +336,32 @@ func (s *Server) start(ctx context.Context) error {
 
 	sweepCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.sweepCancel = cancel
-	s.wg.Go(func() { s.store.RunSweeper(sweepCtx, storeSweepEvery) })
-	s.wg.Go(func() { s.book.RunSweeper(sweepCtx, bookSweepEvery) })
-	s.wg.Go(func() { s.guard.RunSweeper(sweepCtx, guardSweepEvery) })
+	for _, sw := range []struct {
+		every time.Duration
+		sweep func(time.Time) int
+	}{
+		{storeSweepEvery, s.store.Sweep},
+		{bookSweepEvery, s.book.Sweep},
+		{guardSweepEvery, s.guard.Sweep},
+	} {
+		s.wg.Go(func() { runEvery(sweepCtx, sw.every, sw.sweep) })
+	}
 	return nil
+}
+
+// runEvery calls sweep every interval until ctx is done: what bounds the
+// per-call state between calls' ends and their eviction.
+func runEvery(ctx context.Context, every time.Duration, sweep func(time.Time) int) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			sweep(now)
+		}
+	}
 }
 
 func (s *Server) httpHandler() http.Handler {

@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -426,24 +425,6 @@ func (s *Store) sweep(now time.Time) int {
 		sh.mu.Unlock()
 	}
 	return evicted
-}
-
-// RunSweeper calls Sweep every interval (10s when every <= 0) until ctx is
-// done. It blocks; run it in its own goroutine.
-func (s *Store) RunSweeper(ctx context.Context, every time.Duration) {
-	if every <= 0 {
-		every = 10 * time.Second
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			s.Sweep(now)
-		}
-	}
 }
 
 // seqWindow remembers which of the last 256 seqs (counting down from the

@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -571,31 +570,5 @@ func TestStoreConcurrent(t *testing.T) {
 	wg.Wait()
 	if float64(s.Len()) != testutil.ToFloat64(m.ActiveCalls) {
 		t.Fatalf("Len %d, gauge %v", s.Len(), testutil.ToFloat64(m.ActiveCalls))
-	}
-}
-
-func TestRunSweeper(t *testing.T) {
-	s := NewStore(Limits{}, nil)
-	mustApply(t, s, final("old", 1, Caller, "yes"), t0) // idle for a long time by the wall clock
-	_, ch := s.Snapshot("old")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.RunSweeper(ctx, time.Millisecond)
-	}()
-	select {
-	case <-ch: // eviction closes the call's channel
-	case <-time.After(10 * time.Second):
-		t.Fatal("sweeper did not evict")
-	}
-	if snap, _ := s.Snapshot("old"); snap.Exists {
-		t.Fatal("still held")
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("RunSweeper did not return after cancel")
 	}
 }
