@@ -267,3 +267,36 @@ func nameWords(name string) []string {
 	flush()
 	return words
 }
+
+// SharedObjects describes each object that two tools needing confirmation
+// both list in one language. Such an object tells neither tool apart: a
+// question that only governs it ("proceed with the appointment") is refused
+// for both unless the agent's turn names the verb. It is allowed, but
+// usually a mistake; the server logs each at start-up and reload.
+func (p *Policy) SharedObjects() []string {
+	type key struct{ lang, obj string }
+	owners := map[key][]string{}
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
+		t := p.Tools[name]
+		if t == nil || !t.NeedsConfirm() {
+			continue
+		}
+		for lang, objs := range t.Objects {
+			for _, o := range objs {
+				k := key{lang, strings.ToLower(strings.TrimSpace(o))}
+				if !slices.Contains(owners[k], name) {
+					owners[k] = append(owners[k], name)
+				}
+			}
+		}
+	}
+	var out []string
+	for k, names := range owners {
+		if len(names) > 1 {
+			out = append(out, fmt.Sprintf("tools %s share the object %q (%s): a question that only governs it, such as \"proceed with the %s\", is refused for each unless the agent's turn names the verb; list it under the tool it means",
+				strings.Join(names, ", "), k.obj, k.lang, k.obj))
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -82,3 +82,25 @@ func TestNameWords(t *testing.T) {
 		}
 	}
 }
+
+func TestSharedObjects(t *testing.T) {
+	p, err := ParsePolicy(strings.NewReader(`tools:
+  book: {objects: {en: [Appointment, slot]}}
+  cancel: {objects: {en: [appointment]}}
+  note: {confirm: false, objects: {en: [slot]}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.SharedObjects()
+	if len(got) != 1 || !strings.Contains(got[0], "book, cancel") || !strings.Contains(got[0], `"appointment"`) {
+		t.Fatalf("SharedObjects = %q", got)
+	}
+	ex, err := LoadPolicy("../policy.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ex.SharedObjects(); len(got) != 0 {
+		t.Fatalf("the example policy shares objects: %q", got)
+	}
+}

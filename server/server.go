@@ -171,6 +171,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnSharedObjects(s.log, policy)
 
 	if o.reg != nil {
 		s.gatherer, s.metrics = o.reg, metrics.New(o.reg)
@@ -211,6 +212,14 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
+// warnSharedObjects logs each object two confirmed tools share: allowed,
+// but it makes questions about it refused for both.
+func warnSharedObjects(log *zap.Logger, p *guard.Policy) {
+	for _, w := range p.SharedObjects() {
+		log.Warn("policy: " + w)
+	}
+}
+
 // loadRules reads the policy and the locales, reporting both failures.
 func loadRules(cfg *Config) (*guard.Policy, *patterns.Set, error) {
 	var errs []error
@@ -238,6 +247,7 @@ func (s *Server) Reload() error {
 	if err := s.guard.Reload(policy, locales); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
+	warnSharedObjects(s.log, policy)
 	s.log.Info("policy and locales reloaded",
 		zap.String("policy_version", policy.Version()),
 		zap.String("locales_version", locales.Version()))
