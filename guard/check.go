@@ -119,13 +119,21 @@ func (g *Guard) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yesgu
 			Tool:          req.GetTool(),
 			ToolCallId:    req.GetToolCallId(),
 			ResponseId:    req.GetResponseId(),
-			ArgsHash:      hex.EncodeToString(sum[:]),
+			ArgsHash:      hexString(&sum),
 			Args:          string(argsJSON),
 			PolicyVersion: rs.version,
 		},
 	}
 	resp := c.run(ctx)
 	return resp, nil
+}
+
+// hexString is hex.EncodeToString(sum[:]) with one allocation (the
+// string) instead of two.
+func hexString(sum *[sha256.Size]byte) string {
+	var buf [2 * sha256.Size]byte
+	hex.Encode(buf[:], sum[:])
+	return string(buf[:])
 }
 
 // check is one Check under way.
@@ -150,7 +158,8 @@ func (c *check) run(ctx context.Context) (resp *yesguardv1.CheckResponse) {
 			c.g.cfg.Logger.Error("check panicked; refusing", zap.Any("panic", r), zap.String("decision_id", c.d.GetDecisionId()))
 			c.d.Outcome = yesguardv1.Outcome_OUTCOME_REFUSE
 			c.d.Reason = yesguardv1.Reason_REASON_INTERNAL
-			c.d.Message = message(c.d.Outcome, c.d.Reason, c.tool.name, c.tool.describe(c.rs.policy.Defaults.DefaultLang), "internal error")
+			lang := c.rs.policy.Defaults.DefaultLang
+			c.d.Message = message(c.d.Outcome, c.d.Reason, c.tool.name, func() string { return c.tool.describe(lang) }, "internal error")
 			c.d.Evidence = nil
 			resp = c.finish()
 		}
@@ -165,7 +174,7 @@ func (c *check) finish() *yesguardv1.CheckResponse {
 	d.WaitedMs = c.waited.Milliseconds()
 	if d.Message == "" {
 		detail := d.GetEvidence().GetDetail()
-		d.Message = message(d.Outcome, d.Reason, c.tool.name, c.tool.describe(c.lang()), detail)
+		d.Message = message(d.Outcome, d.Reason, c.tool.name, func() string { return c.tool.describe(c.lang()) }, detail)
 	}
 	g := c.g
 	now := g.now()

@@ -31,6 +31,10 @@ type decisionShard struct {
 type callDecisions struct {
 	list []*yesguardv1.Decision // oldest first
 	last time.Time
+	// first is list's backing array until a second decision: a call's
+	// first decision (most calls have one or two) is kept without an
+	// allocation of its own.
+	first [1]*yesguardv1.Decision
 }
 
 func newDecisionStore(max int, ttl time.Duration) *decisionStore {
@@ -60,6 +64,7 @@ func (s *decisionStore) add(d *yesguardv1.Decision, now time.Time) {
 	c := sh.calls[d.GetCallId()]
 	if c == nil {
 		c = &callDecisions{}
+		c.list = c.first[:0]
 		sh.calls[d.GetCallId()] = c
 	}
 	if len(c.list) >= s.max {

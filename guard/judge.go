@@ -208,13 +208,17 @@ func (c *check) judge(v view) (j judgement) {
 		q, asked = qLoc.LastQuestion(qText)
 	}
 	var echo map[string]bool
+	var qMatches []patterns.Match
 	if asked {
 		echo = patterns.TokenSet(patterns.Text{Sentences: []patterns.Sentence{q.Sentence}})
 		ev.QuestionSentence = q.Sentence.Raw
-		ev.Matches = appendMatches(ev.Matches, q.Matches)
+		qMatches = q.Matches
 	}
 	ans := loc.JudgeAnswer(answerText, action, echo)
-	ev.Matches = appendMatches(ev.Matches, ans.Matches)
+	// The question's matches, then the answer's, as before; converted
+	// together (JudgeAnswer does not read the evidence) so that they take
+	// one allocation, and the list has room for rule 5's few.
+	ev.Matches = matchProtos(qMatches, ans.Matches)
 	if ans.Negated {
 		return refuse(yesguardv1.Reason_REASON_NEGATED, ans.Detail)
 	}
@@ -395,15 +399,34 @@ func fillTurn(p *yesguardv1.Turn, t *transcript.Turn, stamp *timestamppb.Timesta
 	}
 }
 
-// turnProtos converts the evidence's recent turns with three allocations
-// whatever their number: the list, the turns, their timestamps.
+// turnBlock holds up to recentTurns turn protos, their timestamps and the
+// list pointing at them, so that turnProtos allocates once.
+type turnBlock struct {
+	list   [recentTurns]*yesguardv1.Turn
+	turns  [recentTurns]yesguardv1.Turn
+	stamps [recentTurns]timestamppb.Timestamp
+}
+
+// turnProtos converts the evidence's recent turns: with one allocation for
+// up to recentTurns of them (all a Check shows), else three (the list, the
+// turns, their timestamps). The protos are the same either way.
 func turnProtos(ts []transcript.Turn) []*yesguardv1.Turn {
 	if len(ts) == 0 {
 		return nil
 	}
-	out := make([]*yesguardv1.Turn, len(ts))
-	ps := make([]yesguardv1.Turn, len(ts))
-	stamps := make([]timestamppb.Timestamp, len(ts))
+	var (
+		out    []*yesguardv1.Turn
+		ps     []yesguardv1.Turn
+		stamps []timestamppb.Timestamp
+	)
+	if len(ts) <= recentTurns {
+		b := new(turnBlock)
+		out, ps, stamps = b.list[:len(ts):len(ts)], b.turns[:len(ts)], b.stamps[:len(ts)]
+	} else {
+		out = make([]*yesguardv1.Turn, len(ts))
+		ps = make([]yesguardv1.Turn, len(ts))
+		stamps = make([]timestamppb.Timestamp, len(ts))
+	}
 	for i := range ts {
 		fillTurn(&ps[i], &ts[i], &stamps[i])
 		out[i] = &ps[i]
@@ -419,6 +442,30 @@ func turnAt(recent []*yesguardv1.Turn, turns []transcript.Turn, first, i int) *y
 		return recent[k]
 	}
 	return turnProto(turns[i])
+}
+
+// matchRoom is how many more matches matchProtos leaves room for in the
+// list: rule 5 (aboutAction) adds a few to a question's and answer's.
+const matchRoom = 4
+
+// matchProtos converts a then b, in that order, as appendMatches(
+// appendMatches(nil, a), b) does, with one allocation for the protos and
+// one for the list (nil when both are empty).
+func matchProtos(a, b []patterns.Match) []*yesguardv1.Match {
+	n := len(a) + len(b)
+	if n == 0 {
+		return nil
+	}
+	ps := make([]yesguardv1.Match, n)
+	out := make([]*yesguardv1.Match, 0, n+matchRoom)
+	for _, ms := range [2][]patterns.Match{a, b} {
+		for _, m := range ms {
+			p := &ps[len(out)]
+			p.Rule, p.Pattern, p.Text = m.Rule, m.Pattern, m.Text
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // appendMatches appends ms to dst as protos, allocated together.

@@ -261,3 +261,53 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckStack measures what a Check pays for running on a fresh
+// goroutine, as gRPC runs each stream's handler by default: "inline" runs
+// the Check on the benchmark's goroutine (its stack already grown), "fresh"
+// on a new goroutine each time (its stack grown from the minimum), both on
+// the REFUSE path of en/negated so that every iteration does the same work.
+func BenchmarkCheckStack(b *testing.B) {
+	var s judgeSample
+	for _, js := range judgeSamples {
+		if js.lang == "en" && js.name == "negated" {
+			s = js
+		}
+	}
+	g, store := benchGuard(b)
+	loadSample(b, store, "call-1", s, time.Now())
+	args, err := structpb.NewStruct(s.args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &yesguardv1.CheckRequest{CallId: "call-1", Tool: s.tool, Args: args, ToolCallId: "tc-1", ResponseId: "r4"}
+	ctx := context.Background()
+	b.Run("inline", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := g.Check(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fresh-empty", func(b *testing.B) { // the goroutine and hand-off alone
+		done := make(chan error)
+		for b.Loop() {
+			go func() { done <- nil }()
+			<-done
+		}
+	})
+	b.Run("fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		done := make(chan error)
+		for b.Loop() {
+			go func() {
+				_, err := g.Check(ctx, req)
+				done <- err
+			}()
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -6,21 +6,23 @@ import (
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
 
-// message tells the model what to do next after a decision. action names
-// the tool's action ("submit the appeal").
-func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool, action, detail string) string {
+// message tells the model what to do next after a decision. describe names
+// the tool's action ("submit the appeal"); it is called only by the
+// messages that name it (not by the ALLOW ones), since naming it allocates.
+func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool string, describe func() string, detail string) string {
 	// ask is built only for the refusals that use it.
 	ask := func() string {
+		action := describe()
 		return "Ask the caller plainly whether to " + action + " (for example \"Shall I " + action + "?\"), wait for their answer, and call " + tool + " only after a clear yes."
 	}
 	switch reason {
 	case yesguardv1.Reason_REASON_CONFIRMED:
-		return fmt.Sprintf("Allowed: the caller confirmed. Run %s, then report its result with Complete.", tool)
+		return "Allowed: the caller confirmed. Run " + tool + ", then report its result with Complete." // as Sprintf %s: one allocation, not three
 	case yesguardv1.Reason_REASON_EXPLICIT_INSTRUCTION:
-		return fmt.Sprintf("Allowed: the caller asked for it. Run %s, then report its result with Complete.", tool)
+		return "Allowed: the caller asked for it. Run " + tool + ", then report its result with Complete."
 	case yesguardv1.Reason_REASON_NOT_REQUIRED:
 		if outcome == yesguardv1.Outcome_OUTCOME_ALLOW {
-			return fmt.Sprintf("Allowed: %s needs no confirmation. Run it, then report its result with Complete.", tool)
+			return "Allowed: " + tool + " needs no confirmation. Run it, then report its result with Complete."
 		}
 	case yesguardv1.Reason_REASON_NO_ANSWER:
 		return "The caller has not answered yet. Do not act: wait for the caller's reply. " + ask()
@@ -29,7 +31,7 @@ func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool, action,
 	case yesguardv1.Reason_REASON_NOT_PLAIN:
 		return fmt.Sprintf("The caller's answer was not a plain yes (%s). Do not act: respond to what they said first. Then %s", detail, lowerFirst(ask()))
 	case yesguardv1.Reason_REASON_NEGATED:
-		return fmt.Sprintf("The caller said no or changed their mind (%s). Do not %s; ask what they would like to do instead.", detail, action)
+		return fmt.Sprintf("The caller said no or changed their mind (%s). Do not %s; ask what they would like to do instead.", detail, describe())
 	case yesguardv1.Reason_REASON_NO_QUESTION:
 		return "You did not ask the caller to confirm this action, so their words are not consent. " + ask()
 	case yesguardv1.Reason_REASON_ACTION_MISMATCH:
@@ -45,15 +47,15 @@ func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool, action,
 	case yesguardv1.Reason_REASON_QUANTITY_REPEAT:
 		return "This item was just recorded. Do not record it again unless the caller asks for a specific quantity (\"two more\"); if unsure, ask them."
 	case yesguardv1.Reason_REASON_UNKNOWN_CALL:
-		return fmt.Sprintf("The guard has no transcript for this call, so the caller's consent cannot be checked. Do not %s now; tell the caller you cannot complete it at the moment.", action)
+		return fmt.Sprintf("The guard has no transcript for this call, so the caller's consent cannot be checked. Do not %s now; tell the caller you cannot complete it at the moment.", describe())
 	case yesguardv1.Reason_REASON_TRANSCRIPT_UNAVAILABLE:
-		return fmt.Sprintf("The transcript feed is down, so the caller's consent cannot be checked. Do not %s now; tell the caller you cannot complete it at the moment.", action)
+		return fmt.Sprintf("The transcript feed is down, so the caller's consent cannot be checked. Do not %s now; tell the caller you cannot complete it at the moment.", describe())
 	case yesguardv1.Reason_REASON_CALLER_SPEAKING:
 		return "The caller is still speaking. Do not act: let them finish and respond to what they say. " + ask()
 	case yesguardv1.Reason_REASON_UNSUPPORTED_LANGUAGE:
-		return fmt.Sprintf("The guard has no rules for the caller's language (%s), so their answer cannot be checked. Do not %s now.", detail, action)
+		return fmt.Sprintf("The guard has no rules for the caller's language (%s), so their answer cannot be checked. Do not %s now.", detail, describe())
 	}
-	return fmt.Sprintf("Do not %s: the guard could not check the caller's consent (%s). Tell the caller you cannot complete it at the moment.", action, detail)
+	return fmt.Sprintf("Do not %s: the guard could not check the caller's consent (%s). Tell the caller you cannot complete it at the moment.", describe(), detail)
 }
 
 func lowerFirst(s string) string {

@@ -149,42 +149,51 @@ func (pl *phraseList) empty() bool { return len(pl.byFirst) == 0 && len(pl.other
 // token order.
 func (pl *phraseList) find(toks []string) []span {
 	var out []span
-	for i, tok := range toks {
-		best := span{start: -1}
-		for _, p := range pl.byFirst[tok] {
-			if end := matchAt(p.elems, toks, i); end > i && (best.start < 0 || end > best.end) {
-				best = span{start: i, end: end, p: p}
-			}
-		}
-		for _, p := range pl.other {
-			if end := matchAt(p.elems, toks, i); end > i && (best.start < 0 || end > best.end) {
-				best = span{start: i, end: end, p: p}
-			}
-		}
-		if best.start >= 0 {
+	for i := range toks {
+		if best := pl.bestAt(toks, i); best.start >= 0 {
 			out = append(out, best)
 		}
 	}
 	return out
 }
 
-// first returns the first match in toks.
-func (pl *phraseList) first(toks []string) (span, bool) {
-	s := pl.find(toks)
-	if len(s) == 0 {
-		return span{}, false
+// bestAt returns the longest match starting at toks[i] (the first listed
+// of equally long ones), or a span with start -1.
+func (pl *phraseList) bestAt(toks []string, i int) span {
+	best := span{start: -1}
+	for _, p := range pl.byFirst[toks[i]] {
+		if end := matchAt(p.elems, toks, i); end > i && (best.start < 0 || end > best.end) {
+			best = span{start: i, end: end, p: p}
+		}
 	}
-	return s[0], true
+	for _, p := range pl.other {
+		if end := matchAt(p.elems, toks, i); end > i && (best.start < 0 || end > best.end) {
+			best = span{start: i, end: end, p: p}
+		}
+	}
+	return best
 }
 
-// startsWith returns the match that starts at toks[0], if any.
+// first returns the first match in toks: find(toks)[0], without building
+// the list.
+func (pl *phraseList) first(toks []string) (span, bool) {
+	for i := range toks {
+		if best := pl.bestAt(toks, i); best.start >= 0 {
+			return best, true
+		}
+	}
+	return span{}, false
+}
+
+// startsWith returns the match that starts at toks[0], if any, within the
+// first 8 tokens: find(toks[:8])[0] when it starts at 0, without building
+// the list.
 func (pl *phraseList) startsWith(toks []string) (span, bool) {
 	if len(toks) == 0 {
 		return span{}, false
 	}
-	s := pl.find(toks[:min(len(toks), 8)])
-	if len(s) > 0 && s[0].start == 0 {
-		return s[0], true
+	if best := pl.bestAt(toks[:min(len(toks), 8)], 0); best.start == 0 {
+		return best, true
 	}
 	return span{}, false
 }

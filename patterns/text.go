@@ -150,13 +150,20 @@ func (l *Locale) Parse(text string) Text {
 	s := l.fold(protectAcronyms(text))
 	var out Text
 	rawStart := 0
-	cur := Sentence{}
+	// The sentences' tokens share one buffer, sized for the text's likely
+	// token count, instead of each sentence growing its own (five or six
+	// allocations a sentence). Each sentence's Tokens is capped at its
+	// length, so appending to it cannot overwrite the next sentence's; a
+	// text with more tokens than estimated just grows the buffer, as before.
+	cur := Sentence{Tokens: make([]string, 0, len(s)/4+4)}
 	flush := func(end int) {
-		if len(cur.Tokens) > 0 {
+		rest := cur.Tokens[len(cur.Tokens):]
+		if n := len(cur.Tokens); n > 0 {
 			cur.Raw = strings.TrimSpace(s[rawStart:end])
+			cur.Tokens = cur.Tokens[:n:n]
 			out.Sentences = append(out.Sentences, cur)
 		}
-		cur = Sentence{}
+		cur = Sentence{Tokens: rest}
 		rawStart = end
 	}
 	for i := 0; i < len(s); {
