@@ -20,13 +20,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/yesguard/yesguard/probe"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/server"
+	"github.com/yesguard/yesguard/server/servertest"
 )
 
 // prometheusEnv names the Prometheus binary the test runs.
@@ -64,24 +64,11 @@ func TestDashboardQueriesInPrometheus(t *testing.T) {
 	}
 
 	// The guard, with compose's policy and a decision log file.
-	srv, err := server.New(server.Config{
-		GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		PolicyPath: "../policy.example.yaml", DecisionLog: filepath.Join(dir, "decisions.log"),
-		ShutdownTimeout: 5 * time.Second,
-	}, server.WithLogger(zaptest.NewLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	srv := servertest.Start(t, servertest.Options{Log: true, Config: func(c *server.Config) {
+		c.HTTPAddr = "127.0.0.1:0"
+		c.PolicyPath = "../policy.example.yaml"
+		c.DecisionLog = filepath.Join(dir, "decisions.log")
+	}})
 
 	prom := startPrometheus(t, bin, dir, srv.HTTPAddr())
 	eventually(t, 30*time.Second, "Prometheus to scrape the guard", func() bool {

@@ -80,41 +80,11 @@ func runCorpus(t *testing.T, path string, locs *patterns.Set) {
 		t.Errorf("%s: %d dialogues, want at least 60", path, len(c.Dialogues))
 	}
 	g, store := corpusGuard(t, path, c, locs)
-	var yes, no, falseAccepts, falseRefusals, wrongReason int
-	var failures []string
-	for i, d := range c.Dialogues {
-		call := fmt.Sprintf("%s-%d", c.Lang, i)
-		resp, err := playDialogue(t, g, store, call, c.Lang, d)
-		if err != nil {
-			t.Fatalf("%s #%d %q: %v", path, i, d.Name, err)
-		}
-		got := resp.GetOutcome()
-		why := fmt.Sprintf("#%d %q: got %s/%s (%s)", i, d.Name, got, resp.GetReason(), resp.GetEvidence().GetDetail())
-		switch d.Want {
-		case "allow":
-			yes++
-			if got != yesguardv1.Outcome_OUTCOME_ALLOW {
-				falseRefusals++
-				failures = append(failures, "false refusal "+why)
-			}
-		case "refuse":
-			no++
-			if got == yesguardv1.Outcome_OUTCOME_ALLOW {
-				falseAccepts++
-				failures = append(failures, "FALSE ACCEPT "+why)
-			}
-		default:
-			t.Fatalf("%s #%d %q: want is %q, not allow or refuse", path, i, d.Name, d.Want)
-		}
-		if d.Reason != "" && resp.GetReason().String() != "REASON_"+strings.ToUpper(d.Reason) {
-			wrongReason++
-			failures = append(failures, fmt.Sprintf("wrong reason (want %s) %s", d.Reason, why))
-		}
-	}
-	rate := 0.0
-	if yes > 0 {
-		rate = 100 * float64(falseRefusals) / float64(yes)
-	}
+	n := judgeAll(t, path, c, g, store, c.Lang, func(i int, d dialogue, resp *yesguardv1.CheckResponse) string {
+		return fmt.Sprintf("#%d %q: got %s/%s (%s)", i, d.Name, resp.GetOutcome(), resp.GetReason(), resp.GetEvidence().GetDetail())
+	})
+	yes, no, falseAccepts, falseRefusals, wrongReason, failures := n.yes, n.no, n.falseAccepts, n.falseRefusals, n.reasonMisses, n.failures
+	rate := n.refusalRate()
 	summary := fmt.Sprintf("corpus %s: %d dialogues (%d genuine yeses, %d to refuse): false accepts %d, false refusals %d (%.1f%%), wrong reasons %d",
 		c.Lang, len(c.Dialogues), yes, no, falseAccepts, falseRefusals, rate, wrongReason)
 	fmt.Println(summary)
@@ -125,6 +95,63 @@ func runCorpus(t *testing.T, path string, locs *patterns.Set) {
 	if falseAccepts > 0 || rate >= 3 || wrongReason > 0 {
 		t.Error(summary)
 	}
+}
+
+// tally counts how a file's dialogues came out.
+type tally struct {
+	yes, no                     int // dialogues that want allow, refuse
+	falseAccepts, falseRefusals int
+	// reasonMisses: a given reason not carried, whatever the outcome;
+	// wrongReasons: the right outcome for another reason.
+	reasonMisses, wrongReasons int
+	failures                   []string
+}
+
+func (n tally) refusalRate() float64 {
+	if n.yes == 0 {
+		return 0
+	}
+	return 100 * float64(n.falseRefusals) / float64(n.yes)
+}
+
+// judgeAll plays each dialogue of c through g and tallies the outcomes;
+// describe words a dialogue's failure.
+func judgeAll(t *testing.T, path string, c corpusFile, g *Guard, store *transcript.Store, callPrefix string, describe func(int, dialogue, *yesguardv1.CheckResponse) string) tally {
+	t.Helper()
+	var n tally
+	for i, d := range c.Dialogues {
+		resp, err := playDialogue(t, g, store, fmt.Sprintf("%s-%d", callPrefix, i), c.Lang, d)
+		if err != nil {
+			t.Fatalf("%s #%d %q: %v", path, i, d.Name, err)
+		}
+		allowed := resp.GetOutcome() == yesguardv1.Outcome_OUTCOME_ALLOW
+		why := describe(i, d, resp)
+		switch d.Want {
+		case "allow":
+			n.yes++
+			if !allowed {
+				n.falseRefusals++
+				n.failures = append(n.failures, "false refusal "+why)
+			}
+		case "refuse":
+			n.no++
+			if allowed {
+				n.falseAccepts++
+				n.failures = append(n.failures, "FALSE ACCEPT "+why)
+			}
+		default:
+			t.Fatalf("%s #%d %q: want is %q, not allow or refuse", path, i, d.Name, d.Want)
+		}
+		if d.Reason != "" && resp.GetReason().String() != "REASON_"+strings.ToUpper(d.Reason) {
+			n.reasonMisses++
+			// A wrong outcome is listed above already, with its reason.
+			if (d.Want == "allow") == allowed {
+				n.wrongReasons++
+				n.failures = append(n.failures, fmt.Sprintf("wrong reason (want %s) %s", d.Reason, why))
+			}
+		}
+	}
+	return n
 }
 
 // readCorpus reads a corpus file, rejecting unknown fields.

@@ -41,51 +41,18 @@ func runHeldOut(t *testing.T, path string, locs *patterns.Set) {
 		t.Fatalf("%s: no dialogues", path)
 	}
 	g, store := corpusGuard(t, path, c, locs)
-	var yes, no, falseAccepts, falseRefusals, wrongReason int
-	var failures []string
-	for i, d := range c.Dialogues {
-		call := fmt.Sprintf("heldout-%s-%d", c.Lang, i)
-		resp, err := playDialogue(t, g, store, call, c.Lang, d)
-		if err != nil {
-			t.Fatalf("%s #%d %q: %v", path, i, d.Name, err)
-		}
+	n := judgeAll(t, path, c, g, store, "heldout-"+c.Lang, func(i int, d dialogue, resp *yesguardv1.CheckResponse) string {
 		got := resp.GetOutcome()
+		if os.Getenv("HELDOUT_ALL") != "" {
+			t.Logf("#%d %q: want %s, got %s/%s (%s)", i, d.Name, d.Want, got, resp.GetReason(), resp.GetEvidence().GetDetail())
+		}
 		why := fmt.Sprintf("#%d %q (tool %s %v%s)\n%s    want %s", i, d.Name, d.Tool, d.Args, raceNote(d.Race), dialogueText(d), d.Want)
 		if d.Reason != "" {
 			why += "/" + d.Reason
 		}
-		why += fmt.Sprintf(", got %s/%s, detail: %s", got, resp.GetReason(), resp.GetEvidence().GetDetail())
-		if os.Getenv("HELDOUT_ALL") != "" {
-			t.Logf("#%d %q: want %s, got %s/%s (%s)", i, d.Name, d.Want, got, resp.GetReason(), resp.GetEvidence().GetDetail())
-		}
-		switch d.Want {
-		case "allow":
-			yes++
-			if got != yesguardv1.Outcome_OUTCOME_ALLOW {
-				falseRefusals++
-				failures = append(failures, "false refusal "+why)
-			}
-		case "refuse":
-			no++
-			if got == yesguardv1.Outcome_OUTCOME_ALLOW {
-				falseAccepts++
-				failures = append(failures, "FALSE ACCEPT "+why)
-			}
-		default:
-			t.Fatalf("%s #%d %q: want is %q, not allow or refuse", path, i, d.Name, d.Want)
-		}
-		if d.Reason != "" && resp.GetReason().String() != "REASON_"+strings.ToUpper(d.Reason) &&
-			(d.Want == "allow") == (got == yesguardv1.Outcome_OUTCOME_ALLOW) {
-			// A wrong outcome is already listed; this is the right outcome
-			// for another reason.
-			wrongReason++
-			failures = append(failures, fmt.Sprintf("wrong reason (want %s) %s", d.Reason, why))
-		}
-	}
-	rate := 0.0
-	if yes > 0 {
-		rate = 100 * float64(falseRefusals) / float64(yes)
-	}
+		return why + fmt.Sprintf(", got %s/%s, detail: %s", got, resp.GetReason(), resp.GetEvidence().GetDetail())
+	})
+	yes, no, falseAccepts, falseRefusals, wrongReason, rate, failures := n.yes, n.no, n.falseAccepts, n.falseRefusals, n.wrongReasons, n.refusalRate(), n.failures
 	summary := fmt.Sprintf("heldout %s: %d dialogues (%d genuine yeses, %d to refuse): false accepts %d, false refusals %d (%.1f%%)",
 		c.Lang, len(c.Dialogues), yes, no, falseAccepts, falseRefusals, rate)
 	fmt.Println(summary)

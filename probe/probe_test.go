@@ -3,54 +3,30 @@ package probe_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
-	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/yesguard/yesguard/probe"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/server"
+	"github.com/yesguard/yesguard/server/servertest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// startGuard runs a guard in-process on free loopback ports with the given
-// policy ("" for the default) and returns a probe target for it.
+// startGuard runs a guard in-process with the given policy ("" for the
+// default) and returns a probe target for it.
 func startGuard(t *testing.T, policy string) probe.Target {
 	t.Helper()
-	cfg := server.Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second}
-	if policy != "" {
-		cfg.PolicyPath = filepath.Join(t.TempDir(), "policy.yaml")
-		if err := os.WriteFile(cfg.PolicyPath, []byte(policy), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv, err := server.New(cfg, server.WithLogger(zaptest.NewLogger(t)), server.WithRegistry(prometheus.NewRegistry()),
-		server.WithDecisionSink(discard{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	srv := servertest.Start(t, servertest.Options{Policy: policy})
 	return target(t, srv.GRPCAddr(), srv.NATSURL())
 }
 
@@ -68,10 +44,6 @@ func target(t *testing.T, grpcAddr, natsURL string) probe.Target {
 	t.Cleanup(nc.Close)
 	return probe.Target{Guard: yesguardv1.NewGuardClient(cc), NATS: nc, Prefix: server.DefaultSubjectPrefix}
 }
-
-type discard struct{}
-
-func (discard) Write(*yesguardv1.Decision) {}
 
 func run(t *testing.T, tg probe.Target) []probe.Result {
 	t.Helper()

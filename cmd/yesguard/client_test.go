@@ -3,48 +3,23 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/yesguard/yesguard/probe"
 	"github.com/yesguard/yesguard/server"
+	"github.com/yesguard/yesguard/server/servertest"
 	"github.com/yesguard/yesguard/transcript"
 )
 
-// startGuard runs a guard in-process on free loopback ports, with the
-// given policy ("" for the default), stopped at the test's end.
+// startGuard runs a guard in-process with the given policy ("" for the
+// default), stopped at the test's end.
 func startGuard(t *testing.T, policy string) *server.Server {
 	t.Helper()
-	cfg := server.Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second}
-	if policy != "" {
-		cfg.PolicyPath = filepath.Join(t.TempDir(), "policy.yaml")
-		if err := os.WriteFile(cfg.PolicyPath, []byte(policy), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv, err := server.New(cfg, server.WithLogger(zaptest.NewLogger(t)), server.WithRegistry(prometheus.NewRegistry()),
-		server.WithDecisionSink(discardSink{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
-	return srv
+	return servertest.Start(t, servertest.Options{Policy: policy})
 }
 
 // guardEnv points the client commands at srv through the environment, as

@@ -16,8 +16,8 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
-	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/server"
+	"github.com/yesguard/yesguard/server/servertest"
 )
 
 func TestMain(m *testing.M) {
@@ -192,7 +192,7 @@ func TestRunExitCodes(t *testing.T) {
 func TestHealthcheck(t *testing.T) {
 	cfg := server.Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0"}
 	srv, err := server.New(cfg, server.WithLogger(zaptest.NewLogger(t)), server.WithRegistry(prometheus.NewRegistry()),
-		server.WithDecisionSink(discardSink{}))
+		server.WithDecisionSink(servertest.Discard{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,10 +290,6 @@ func TestServe(t *testing.T) {
 		t.Errorf("decision log: %v", err)
 	}
 }
-
-type discardSink struct{}
-
-func (discardSink) Write(*yesguardv1.Decision) {}
 
 // syncBuffer is a goroutine-safe bytes.Buffer.
 type syncBuffer struct {
