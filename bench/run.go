@@ -286,6 +286,25 @@ func (b *bench) overhead(ctx context.Context, l *loaded, d time.Duration) error 
 	var allowBytes, refuseBytes int
 	var firstBad string
 	next := 0
+	// timed runs one Check, keeps its latency and answer size, and counts
+	// an outcome other than want.
+	timed := func(call string, args *structpb.Struct, want yesguardv1.Outcome, lats *lat, size, bad *int) error {
+		t0 := time.Now()
+		resp, err := b.check(ctx, call, args)
+		el := time.Since(t0)
+		if err != nil {
+			return fmt.Errorf("check %s: %w", call, err)
+		}
+		*lats = append(*lats, el)
+		*size += proto.Size(resp)
+		if resp.GetOutcome() != want {
+			*bad++
+			if firstBad == "" {
+				firstBad = fmt.Sprintf("%s %s/%s: %s", call, resp.GetOutcome(), resp.GetReason(), resp.GetEvidence().GetDetail())
+			}
+		}
+		return nil
+	}
 	probes := []func(i int) error{
 		func(int) error {
 			t0 := time.Now()
@@ -298,41 +317,10 @@ func (b *bench) overhead(ctx context.Context, l *loaded, d time.Duration) error 
 		func(i int) error {
 			call := l.allow[next]
 			next++
-			args := slotArgs(i)
-			t0 := time.Now()
-			resp, err := b.check(ctx, call, args)
-			el := time.Since(t0)
-			if err != nil {
-				return fmt.Errorf("check %s: %w", call, err)
-			}
-			allowLat = append(allowLat, el)
-			allowBytes += proto.Size(resp)
-			if resp.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW {
-				badAllow++
-				if firstBad == "" {
-					firstBad = fmt.Sprintf("%s %s/%s: %s", call, resp.GetOutcome(), resp.GetReason(), resp.GetEvidence().GetDetail())
-				}
-			}
-			return nil
+			return timed(call, slotArgs(i), yesguardv1.Outcome_OUTCOME_ALLOW, &allowLat, &allowBytes, &badAllow)
 		},
 		func(i int) error {
-			call := l.refuse[i%len(l.refuse)]
-			args := slotArgs(i)
-			t0 := time.Now()
-			resp, err := b.check(ctx, call, args)
-			el := time.Since(t0)
-			if err != nil {
-				return fmt.Errorf("check %s: %w", call, err)
-			}
-			refuseLat = append(refuseLat, el)
-			refuseBytes += proto.Size(resp)
-			if resp.GetOutcome() != yesguardv1.Outcome_OUTCOME_REFUSE {
-				badRefuse++
-				if firstBad == "" {
-					firstBad = fmt.Sprintf("%s %s/%s: %s", call, resp.GetOutcome(), resp.GetReason(), resp.GetEvidence().GetDetail())
-				}
-			}
-			return nil
+			return timed(l.refuse[i%len(l.refuse)], slotArgs(i), yesguardv1.Outcome_OUTCOME_REFUSE, &refuseLat, &refuseBytes, &badRefuse)
 		},
 		func(int) error {
 			t0 := time.Now()

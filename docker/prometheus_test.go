@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -218,7 +216,7 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	var logs syncBuffer
+	var logs servertest.Buffer
 	cmd := exec.Command(bin,
 		"--config.file="+config,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),
@@ -362,22 +360,4 @@ func (p *prometheus) labelValues(label, metric string) ([]string, error) {
 	var out []string
 	err = json.Unmarshal(data, &out)
 	return out, err
-}
-
-// syncBuffer is a goroutine-safe bytes.Buffer.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

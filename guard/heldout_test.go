@@ -3,7 +3,6 @@ package guard
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,20 +18,7 @@ import (
 // refusals and wrong reasons are reported only. HELDOUT_ALL=1 logs every
 // dialogue's decision, not only the failures.
 func TestHeldOut(t *testing.T) {
-	files, err := filepath.Glob("testdata/heldout/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no held-out files: %v", err)
-	}
-	locs, err := patterns.LoadEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		lang := strings.TrimSuffix(filepath.Base(f), ".yaml")
-		t.Run(lang, func(t *testing.T) {
-			runHeldOut(t, f, locs)
-		})
-	}
+	forEachCorpus(t, "testdata/heldout", false, runHeldOut)
 }
 
 func runHeldOut(t *testing.T, path string, locs *patterns.Set) {

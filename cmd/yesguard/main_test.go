@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -149,7 +148,7 @@ func TestParseServeFlagsReportsEveryField(t *testing.T) {
 }
 
 func runCapture(ctx context.Context, args []string, vars map[string]string) (int, string, string) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr servertest.Buffer
 	code := runEnv(ctx, args, &env{stdout: &stdout, stderr: &stderr, lookupEnv: mapEnv(vars)})
 	return code, stdout.String(), stderr.String()
 }
@@ -244,7 +243,7 @@ func TestServe(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr servertest.Buffer
 	done := make(chan int)
 	go func() {
 		done <- runEnv(ctx, args, &env{stdout: io.Discard, stderr: &stderr, lookupEnv: mapEnv(vars)})
@@ -289,22 +288,4 @@ func TestServe(t *testing.T) {
 	if _, err := os.Stat(decisions); err != nil {
 		t.Errorf("decision log: %v", err)
 	}
-}
-
-// syncBuffer is a goroutine-safe bytes.Buffer.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -5,9 +5,11 @@
 package servertest
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,3 +77,24 @@ type Discard struct{}
 
 // Write drops d.
 func (Discard) Write(*yesguardv1.Decision) {}
+
+// Buffer is a goroutine-safe bytes.Buffer, for a server's output that a
+// test reads while the server still writes.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
