@@ -114,14 +114,49 @@ func positions(elems []element, toks []string, i int) []int {
 	return append([]int{i}, ps...)
 }
 
-// phraseList is a compiled list, indexed by the exact first word.
+// phraseList is a compiled list, indexed by the first word.
+//
+// Matching is the language engine's hot loop (every list is tried at every
+// token of both turns of a Check), so a token that no phrase starts with
+// is turned away by a 128-bit filter before the map is read, and the
+// phrases whose first element is an inflected form set are indexed under
+// each of their forms rather than tried one by one at every token.
 type phraseList struct {
-	byFirst map[string][]*phrase
-	other   []*phrase // first element is a prefix or a form set
+	// byFirst holds, under each word a phrase can start with, those
+	// phrases: an exact first word, or any form of a first form set.
+	byFirst map[string][]ranked
+	// prefixes are the phrases whose first element is a prefix
+	// ("confirm~"), tried at every token that starts with the same byte.
+	prefixes []ranked
+	// n counts the phrases added; a phrase's rank keeps the order of the
+	// list as written, which settles ties between equally long matches.
+	n int
+	// firstWords filters tokens before byFirst is read (see firstBit);
+	// prefixBytes holds the first bytes of the prefixes.
+	firstWords  [2]uint64
+	prefixBytes [4]uint64
+	// emptyFirst: some phrase can start with the empty word, which the
+	// filter does not hold.
+	emptyFirst bool
+}
+
+// ranked is a phrase with its place in a list: phrases starting with an
+// exact word come before those starting with a prefix or a form set, each
+// in the order added (the order the lists are matched in before they were
+// indexed this way).
+type ranked struct {
+	p    *phrase
+	rank int
+}
+
+// firstBit is tok's bit in phraseList.firstWords: its first and last bytes
+// and its length, hashed to 0-127.
+func firstBit(tok string) uint {
+	return (uint(tok[0])*131 + uint(tok[len(tok)-1])*31 + uint(len(tok))) & 127
 }
 
 func compileList(l *Locale, srcs []string) phraseList {
-	pl := phraseList{byFirst: map[string][]*phrase{}}
+	var pl phraseList
 	for _, s := range srcs {
 		pl.add(compilePhrase(l, s))
 	}
@@ -133,17 +168,40 @@ func (pl *phraseList) add(p *phrase) {
 		return
 	}
 	if pl.byFirst == nil {
-		pl.byFirst = map[string][]*phrase{}
+		pl.byFirst = map[string][]ranked{}
 	}
+	pl.n++
+	const later = 1 << 30 // ranks of prefix and form-set phrases
 	first := p.elems[0]
-	if first.prefix || first.forms != nil {
-		pl.other = append(pl.other, p)
-		return
+	switch {
+	case first.prefix:
+		pl.prefixes = append(pl.prefixes, ranked{p, later + pl.n})
+		if first.word != "" {
+			b := first.word[0]
+			pl.prefixBytes[b>>6] |= 1 << (b & 63)
+		} else {
+			pl.emptyFirst = true
+		}
+	case first.forms != nil:
+		for f := range first.forms {
+			pl.index(f, ranked{p, later + pl.n})
+		}
+	default:
+		pl.index(first.word, ranked{p, pl.n})
 	}
-	pl.byFirst[first.word] = append(pl.byFirst[first.word], p)
 }
 
-func (pl *phraseList) empty() bool { return len(pl.byFirst) == 0 && len(pl.other) == 0 }
+func (pl *phraseList) index(word string, r ranked) {
+	pl.byFirst[word] = append(pl.byFirst[word], r)
+	if word == "" {
+		pl.emptyFirst = true
+		return
+	}
+	bit := firstBit(word)
+	pl.firstWords[bit>>6] |= 1 << (bit & 63)
+}
+
+func (pl *phraseList) empty() bool { return pl.n == 0 }
 
 // find returns every match in toks, longest first at each position, in
 // token order.
@@ -161,14 +219,30 @@ func (pl *phraseList) find(toks []string) []span {
 // of equally long ones), or a span with start -1.
 func (pl *phraseList) bestAt(toks []string, i int) span {
 	best := span{start: -1}
-	for _, p := range pl.byFirst[toks[i]] {
-		if end := matchAt(p.elems, toks, i); end > i && (best.start < 0 || end > best.end) {
-			best = span{start: i, end: end, p: p}
+	bestRank := 0
+	try := func(r ranked) {
+		if end := matchAt(r.p.elems, toks, i); end > i && (best.start < 0 || end > best.end || (end == best.end && r.rank < bestRank)) {
+			best, bestRank = span{start: i, end: end, p: r.p}, r.rank
 		}
 	}
-	for _, p := range pl.other {
-		if end := matchAt(p.elems, toks, i); end > i && (best.start < 0 || end > best.end) {
-			best = span{start: i, end: end, p: p}
+	tok := toks[i]
+	if pl.emptyFirst || tok == "" {
+		for _, r := range pl.byFirst[tok] {
+			try(r)
+		}
+		for _, r := range pl.prefixes {
+			try(r)
+		}
+		return best
+	}
+	if bit := firstBit(tok); pl.firstWords[bit>>6]&(1<<(bit&63)) != 0 {
+		for _, r := range pl.byFirst[tok] {
+			try(r)
+		}
+	}
+	if b := tok[0]; pl.prefixBytes[b>>6]&(1<<(b&63)) != 0 {
+		for _, r := range pl.prefixes {
+			try(r)
 		}
 	}
 	return best
