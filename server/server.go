@@ -75,9 +75,10 @@ var ErrStarted = errors.New("server already started or stopped")
 type Option func(*options)
 
 type options struct {
-	log  *zap.Logger
-	reg  *prometheus.Registry
-	sink guard.DecisionSink
+	log      *zap.Logger
+	reg      *prometheus.Registry
+	sink     guard.DecisionSink
+	grpcOpts []grpc.ServerOption
 }
 
 // WithLogger sets the operational logger. Without it New builds a JSON
@@ -94,9 +95,17 @@ func WithDecisionSink(sink guard.DecisionSink) Option {
 	return func(o *options) { o.sink = sink }
 }
 
+// WithGRPCServerOptions adds options to the gRPC server, after the
+// server's own panic-recovery interceptors: a stats handler (tracing, the
+// bench's server-side timing), keepalive parameters, credentials.
+func WithGRPCServerOptions(opts ...grpc.ServerOption) Option {
+	return func(o *options) { o.grpcOpts = append(o.grpcOpts, opts...) }
+}
+
 // Server is one yesguard. Build it with New, then Start and Stop it once.
 type Server struct {
 	cfg      Config
+	grpcOpts []grpc.ServerOption // from WithGRPCServerOptions
 	log      *zap.Logger
 	ownLog   bool
 	gatherer prometheus.Gatherer
@@ -158,7 +167,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
 
-	s := &Server{cfg: cfg, log: o.log, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: o.log, grpcOpts: o.grpcOpts, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
 	if s.log == nil {
 		log, err := NewLogger(cfg.LogLevel, nil, false)
 		if err != nil {
@@ -310,10 +319,10 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("grpc_addr: %w", err)
 	}
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(s.recoverUnary),
 		grpc.ChainStreamInterceptor(s.recoverStream),
-	)
+	}, s.grpcOpts...)...)
 	yesguardv1.RegisterGuardServer(s.grpc, s.guard)
 	healthgrpc.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)

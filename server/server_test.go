@@ -511,3 +511,41 @@ func TestPanicBecomesInternal(t *testing.T) {
 		t.Errorf("recoverStream = %v, want codes.Internal", serr)
 	}
 }
+
+// TestGRPCServerOptions checks that options given with
+// WithGRPCServerOptions reach the gRPC server, after its own: an
+// interceptor added there sees the Check, and the Check is answered.
+func TestGRPCServerOptions(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	record := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		mu.Lock()
+		seen = append(seen, info.FullMethod)
+		mu.Unlock()
+		return handler(ctx, req)
+	}
+	s, err := New(testConfig(), WithLogger(zaptest.NewLogger(t)), WithRegistry(prometheus.NewRegistry()), WithDecisionSink(&captureSink{}),
+		WithGRPCServerOptions(grpc.ChainUnaryInterceptor(record)))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { stopServer(t, s) })
+
+	resp, err := yesguardv1.NewGuardClient(dial(t, s.GRPCAddr())).Check(ctx, &yesguardv1.CheckRequest{CallId: "c1", Tool: "lookup"})
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if resp.GetOutcome() != yesguardv1.Outcome_OUTCOME_REFUSE {
+		t.Errorf("Check on an unknown call answered %s/%s, want a refusal", resp.GetOutcome(), resp.GetReason())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != yesguardv1.Guard_Check_FullMethodName {
+		t.Errorf("the added interceptor saw %q, want one %s", seen, yesguardv1.Guard_Check_FullMethodName)
+	}
+}
