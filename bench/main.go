@@ -30,6 +30,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,13 +70,18 @@ type config struct {
 	MemCalls []int
 	// CPUProfile and MemProfile name pprof outputs ("" for none).
 	CPUProfile, MemProfile string
+	// Phases run, by name (phaseNames); all of them by default.
+	Phases map[string]bool
 }
+
+// phaseNames are the phases -phases can pick, in the order they run.
+var phaseNames = []string{"memory", "overhead", "wake", "ingest", "throughput"}
 
 func main() { os.Exit(run()) }
 
 func run() int {
 	var cfg config
-	var memCalls string
+	var memCalls, phases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "time shared by the timed phases (overhead, wake-up, throughput)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of every random choice")
@@ -90,6 +96,7 @@ func run() int {
 	fs.IntVar(&cfg.StreamRate, "stream-rate", 10000, "transcript events per second streamed during the throughput phase")
 	fs.IntVar(&cfg.IngestEvents, "ingest-events", 100000, "events published per ingestion run")
 	fs.StringVar(&memCalls, "mem-calls", "10000,100000", "call counts to measure memory per call at")
+	fs.StringVar(&phases, "phases", strings.Join(phaseNames, ","), "phases to run, comma-separated (a profile of one phase: -phases overhead -cpuprofile cpu.pprof)")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write an allocation profile of the run to this file")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -108,6 +115,17 @@ func run() int {
 			return 2
 		}
 		cfg.MemCalls = append(cfg.MemCalls, n)
+	}
+	cfg.Phases = map[string]bool{}
+	for _, f := range strings.Split(phases, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if !slices.Contains(phaseNames, f) {
+			fmt.Fprintf(os.Stderr, "bench: -phases: %q is not one of %s\n", f, strings.Join(phaseNames, ", "))
+			return 2
+		}
+		cfg.Phases[f] = true
 	}
 	if (cfg.GRPCAddr == "") != (cfg.NATSURL == "") {
 		fmt.Fprintln(os.Stderr, "bench: -grpc-addr and -nats-url go together (an external guard), or neither (in-process)")

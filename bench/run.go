@@ -75,10 +75,12 @@ func runBench(ctx context.Context, cfg config, out, errw io.Writer) (err error) 
 	}
 
 	// Memory first, on a quiet heap, before the guard starts.
-	b.log("memory per call at %v calls", cfg.MemCalls)
-	mem, err := measureMemory(cfg.MemCalls, cfg.Seed)
-	if err != nil {
-		return err
+	var mem []memResult
+	if cfg.Phases["memory"] {
+		b.log("memory per call at %v calls", cfg.MemCalls)
+		if mem, err = measureMemory(cfg.MemCalls, cfg.Seed); err != nil {
+			return err
+		}
 	}
 
 	b.t, err = startTarget(ctx, cfg)
@@ -113,22 +115,26 @@ func runBench(ctx context.Context, cfg config, out, errw io.Writer) (err error) 
 		return err
 	}
 	d := cfg.Duration
-	if err := b.overhead(ctx, calls, time.Duration(float64(d)*shareOverhead)); err != nil {
-		return err
+	phases := []struct {
+		name string
+		run  func() error
+	}{
+		{"overhead", func() error { return b.overhead(ctx, calls, time.Duration(float64(d)*shareOverhead)) }},
+		{"wake", func() error { return b.wake(ctx, calls, time.Duration(float64(d)*shareWake)) }},
+		{"ingest", func() error { return b.ingest(ctx) }},
+		{"throughput", func() error {
+			return b.throughput(ctx, calls, time.Duration(float64(d)*shareHealthTput), time.Duration(float64(d)*shareCheckTput))
+		}},
 	}
-	b.rows = append(b.rows, row{})
-	if err := b.wake(ctx, calls, time.Duration(float64(d)*shareWake)); err != nil {
-		return err
+	for _, p := range phases {
+		if !cfg.Phases[p.name] {
+			continue
+		}
+		if err := p.run(); err != nil {
+			return err
+		}
+		b.rows = append(b.rows, row{})
 	}
-	b.rows = append(b.rows, row{})
-	if err := b.ingest(ctx); err != nil {
-		return err
-	}
-	b.rows = append(b.rows, row{})
-	if err := b.throughput(ctx, calls, time.Duration(float64(d)*shareHealthTput), time.Duration(float64(d)*shareCheckTput)); err != nil {
-		return err
-	}
-	b.rows = append(b.rows, row{})
 	for _, m := range mem {
 		b.rows = append(b.rows, row{
 			measure: fmt.Sprintf("memory per active call, %d calls", m.calls),
@@ -339,13 +345,21 @@ func (b *bench) overhead(ctx context.Context, l *loaded, d time.Duration) error 
 			return nil
 		},
 	}
-	end := time.Now().Add(d)
-	for i := 0; time.Now().Before(end) && next < len(l.allow); i++ {
-		for k := range probes {
-			if err := probes[(i+k)%len(probes)](i); err != nil {
-				return err
+	// loop runs ps in a rotating order for d, or until the ALLOW calls
+	// run out.
+	loop := func(ps []func(int) error, d time.Duration) error {
+		end := time.Now().Add(d)
+		for i := 0; time.Now().Before(end) && next < len(l.allow); i++ {
+			for k := range ps {
+				if err := ps[(i+k)%len(ps)](i); err != nil {
+					return err
+				}
 			}
 		}
+		return nil
+	}
+	if err := loop(probes, d); err != nil {
+		return err
 	}
 	if next == len(l.allow) {
 		b.notes = append(b.notes, fmt.Sprintf("overhead: the %d ALLOW calls ran out before the phase's %s; raise -allow-calls", len(l.allow), d))
@@ -365,6 +379,28 @@ func (b *bench) overhead(ctx context.Context, l *loaded, d time.Duration) error 
 	b.rows = append(b.rows, row2("Check ALLOW", allowLat)...)
 	b.rows = append(b.rows, row2("Check REFUSE", refuseLat)...)
 	b.rows = append(b.rows, row{"  same-size canned answer, no work: p50 vs its health", us(cannedCheck.pct(50)), us(cannedHealth.pct(50)), ratio(float64(cannedCheck.pct(50)), float64(cannedHealth.pct(50))), "the answer's wire cost"})
+
+	// Then, for a quarter of the phase more, the guard's own three calls
+	// again, timed on its side too: apart, so that the rows above are taken
+	// with the stats handler idle.
+	if b.t.timer == nil {
+		return nil
+	}
+	b.t.timer.start()
+	err = loop(probes[:3], d/4)
+	server, handler := b.t.timer.stop()
+	if err != nil {
+		return err
+	}
+	for _, k := range []struct{ kind, name string }{{"allow", "ALLOW"}, {"refuse", "REFUSE"}} {
+		b.rows = append(b.rows, row{
+			fmt.Sprintf("  %s p50 on the guard's side (n=%d): whole RPC, handler", k.name, len(server[k.kind])),
+			us(server[k.kind].pct(50)) + ", " + us(handler[k.kind].pct(50)),
+			us(server["health"].pct(50)) + ", " + us(handler["health"].pct(50)),
+			"-", "health's, the same two spans",
+		})
+	}
+	b.notes = append(b.notes, "overhead, the guard's side: for a quarter of the phase more, a gRPC stats handler on the guard times each RPC from stats.Begin to stats.End (whole RPC: headers read to answer handed to the transport) and from the request decoded to the answer sent (handler: the guard's work, then the answer's headers and encoding); a Check's time on the wire less its whole RPC is the transport, the client and the scheduling between them")
 	return nil
 }
 

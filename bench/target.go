@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/server"
@@ -55,6 +56,9 @@ type target struct {
 	// (applied or rejected); ok is false when it cannot tell.
 	absorbed func(ctx context.Context) (n float64, ok bool, err error)
 	stop     func() error
+	// timer times the in-process guard's RPCs on its side; nil for an
+	// external guard.
+	timer *serverTimer
 }
 
 // discardSink drops decision records: the bench measures the guard, not
@@ -90,13 +94,15 @@ func startTarget(ctx context.Context, cfg config) (*target, error) {
 		}
 	}
 	reg := prometheus.NewRegistry()
+	timer := newServerTimer()
 	srv, err := server.New(server.Config{
 		GRPCAddr:        "127.0.0.1:0",
 		NATSListen:      "127.0.0.1:0",
 		PolicyPath:      policy,
 		SubjectPrefix:   cfg.SubjectPrefix,
 		ShutdownTimeout: 10 * time.Second,
-	}, server.WithRegistry(reg), server.WithDecisionSink(discardSink{}), server.WithLogger(zap.NewNop()))
+	}, server.WithRegistry(reg), server.WithDecisionSink(discardSink{}), server.WithLogger(zap.NewNop()),
+		server.WithGRPCServerOptions(grpc.StatsHandler(timer)))
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("new guard: %w", err)
@@ -110,6 +116,7 @@ func startTarget(ctx context.Context, cfg config) (*target, error) {
 		natsURL:  srv.NATSURL(),
 		prefix:   cfg.SubjectPrefix,
 		embedded: true,
+		timer:    timer,
 		absorbed: func(context.Context) (float64, bool, error) {
 			n, err := gatherAbsorbed(reg)
 			return n, err == nil, err
