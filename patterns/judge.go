@@ -556,8 +556,9 @@ func (l *Locale) LastQuestion(t Text) (Question, bool) {
 		if s.Marked {
 			q.Matches = append(q.Matches, Match{Rule: "question_mark", Pattern: "?", Text: s.Raw})
 		}
-		if sp, ok := l.confirmRequests.first(s.Tokens); ok {
-			q.Matches = append(q.Matches, spanMatch("confirm_request", s.Tokens, sp))
+		requests := l.confirmRequests.find(s.Tokens)
+		if len(requests) > 0 {
+			q.Matches = append(q.Matches, spanMatch("confirm_request", s.Tokens, requests[0]))
 		}
 		if sp, ok := l.questionStarts.startsWith(s.Tokens); ok {
 			q.Matches = append(q.Matches, spanMatch("question_start", s.Tokens, sp))
@@ -565,7 +566,7 @@ func (l *Locale) LastQuestion(t Text) (Question, bool) {
 		if len(q.Matches) > 0 {
 			// "Wann soll ich den Termin buchen?", "Dienstag oder lieber
 			// Mittwoch?": a yes answers no such question.
-			if m, ok := l.openQuestion(s.Tokens); ok {
+			if m, ok := l.openQuestion(s.Tokens, requests); ok {
 				q.Matches = append(q.Matches, m)
 				return q, false
 			}
@@ -580,9 +581,11 @@ func (l *Locale) LastQuestion(t Text) (Question, bool) {
 // ("lassen Sie mich wissen, ob ..." asks for a yes), or an alternatives word
 // followed by more than a negation ("Dienstag oder Mittwoch", not "...,
 // oder?" or "oder nicht").
-func (l *Locale) openQuestion(toks []string) (Match, bool) {
+//
+// requests are the confirm requests in toks (confirmRequests.find).
+func (l *Locale) openQuestion(toks []string, requests []span) (Match, bool) {
 	asks := make([]bool, len(toks))
-	for _, s := range l.confirmRequests.find(toks) {
+	for _, s := range requests {
 		for k := s.start; k < s.end; k++ {
 			asks[k] = true
 		}
@@ -996,7 +999,7 @@ func (l *Locale) contentWords(toks []string) []string {
 func (l *Locale) NamesObject(t Text, a *Action) bool {
 	for _, s := range t.Sentences {
 		if len(a.objects.find(l.mainClause(s))) > 0 {
-			if _, open := l.openQuestion(s.Tokens); !open {
+			if _, open := l.openQuestion(s.Tokens, l.confirmRequests.find(s.Tokens)); !open {
 				return true
 			}
 		}
