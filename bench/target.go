@@ -56,9 +56,9 @@ type target struct {
 	// (applied or rejected); ok is false when it cannot tell.
 	absorbed func(ctx context.Context) (n float64, ok bool, err error)
 	stop     func() error
-	// timer times the in-process guard's RPCs on its side; nil for an
-	// external guard.
-	timer *serverTimer
+	// timer times the in-process guard's handlers; nil for an external
+	// guard.
+	timer *handlerTimer
 }
 
 // discardSink drops decision records: the bench measures the guard, not
@@ -94,7 +94,7 @@ func startTarget(ctx context.Context, cfg config) (*target, error) {
 		}
 	}
 	reg := prometheus.NewRegistry()
-	timer := newServerTimer()
+	timer := newHandlerTimer()
 	srv, err := server.New(server.Config{
 		GRPCAddr:        "127.0.0.1:0",
 		NATSListen:      "127.0.0.1:0",
@@ -102,7 +102,7 @@ func startTarget(ctx context.Context, cfg config) (*target, error) {
 		SubjectPrefix:   cfg.SubjectPrefix,
 		ShutdownTimeout: 10 * time.Second,
 	}, server.WithRegistry(reg), server.WithDecisionSink(discardSink{}), server.WithLogger(zap.NewNop()),
-		server.WithGRPCServerOptions(grpc.StatsHandler(timer)))
+		server.WithGRPCServerOptions(grpc.ChainUnaryInterceptor(timer.intercept)))
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("new guard: %w", err)

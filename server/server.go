@@ -96,8 +96,9 @@ func WithDecisionSink(sink guard.DecisionSink) Option {
 }
 
 // WithGRPCServerOptions adds options to the gRPC server, after the
-// server's own panic-recovery interceptors: a stats handler (tracing, the
-// bench's server-side timing), keepalive parameters, credentials.
+// server's own panic-recovery interceptors: interceptors (the bench times
+// the guard's handlers with one), a stats handler for tracing, keepalive
+// parameters, credentials.
 func WithGRPCServerOptions(opts ...grpc.ServerOption) Option {
 	return func(o *options) { o.grpcOpts = append(o.grpcOpts, opts...) }
 }
