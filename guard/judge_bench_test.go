@@ -51,6 +51,8 @@ type judgeSample struct {
 var judgeSamples = []judgeSample{
 	{"en", "confirm", "I can book your appointment for Tuesday at 3 pm. Shall I book it?", "Yes, please.",
 		"book_appointment", map[string]any{"slot": "tue-15"}, allow, yesguardv1.Reason_REASON_CONFIRMED},
+	{"en", "two_sentences", "There is an opening on Thursday at 10:30 in the morning. Would you like me to book that appointment?", "Yeah, go ahead.",
+		"book_appointment", map[string]any{"slot": "thu-1030"}, allow, yesguardv1.Reason_REASON_CONFIRMED},
 	{"en", "bind", "Your balance is $120.50. Shall I pay the $120.50 bill now?", "Yeah, go ahead.",
 		"pay_bill", map[string]any{"amount": 120.5}, allow, yesguardv1.Reason_REASON_CONFIRMED},
 	{"en", "negated", "I can book your appointment for Tuesday at 3 pm. Shall I book it?", "No, don't book it yet.",
