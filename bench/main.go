@@ -127,6 +127,10 @@ func run() int {
 		}
 		cfg.Phases[f] = true
 	}
+	if len(cfg.Phases) == 0 {
+		fmt.Fprintf(os.Stderr, "bench: -phases: name at least one of %s\n", strings.Join(phaseNames, ", "))
+		return 2
+	}
 	if (cfg.GRPCAddr == "") != (cfg.NATSURL == "") {
 		fmt.Fprintln(os.Stderr, "bench: -grpc-addr and -nats-url go together (an external guard), or neither (in-process)")
 		return 2

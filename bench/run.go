@@ -83,6 +83,49 @@ func runBench(ctx context.Context, cfg config, out, errw io.Writer) (err error) 
 		}
 	}
 
+	if needsGuard(cfg.Phases) {
+		if err := b.guardPhases(ctx); err != nil {
+			return err
+		}
+	}
+	for _, m := range mem {
+		b.rows = append(b.rows, row{
+			measure: fmt.Sprintf("memory per active call, %d calls", m.calls),
+			guard:   bytesStr(m.perCall),
+			floor:   "-", ratio: "-",
+			goal: fmt.Sprintf("%d finals each; %.0f MiB in all; filled in %s", m.finals, m.total/(1<<20), m.took.Round(10*time.Millisecond)),
+		})
+	}
+	if len(mem) > 0 {
+		b.notes = append(b.notes, "memory: live heap growth after GC of a transcript store (the guard's per-call state) filled through Decode and Apply in the bench process before the guard starts; texts 20-90 bytes, agent turns with response ids")
+	}
+
+	where := "in-process guard (server.New, embedded NATS, discarding decision sink)"
+	switch {
+	case b.t == nil:
+		where = "no guard (memory only)"
+	case !b.t.embedded:
+		where = "external guard at " + cfg.GRPCAddr + ", NATS " + cfg.NATSURL
+	}
+	head := []string{
+		fmt.Sprintf("yesguard bench  %s  (-duration %s -seed %d, wall %s)", started.Format("2006-01-02 15:04 MST"), cfg.Duration, cfg.Seed, time.Since(started).Round(time.Second)),
+		fmt.Sprintf("%s; %d CPU %s, %s RAM, GOMAXPROCS %d; load avg %s at start, %s at end", runtime.Version(), runtime.NumCPU(), cpuModel(), memTotal(), runtime.GOMAXPROCS(0), load0, loadAvg()),
+		where,
+		"",
+	}
+	printTable(out, head, b.rows, append([]string{""}, b.notes...))
+	return nil
+}
+
+// needsGuard reports whether any phase asked for needs a running guard.
+func needsGuard(phases map[string]bool) bool {
+	return phases["overhead"] || phases["wake"] || phases["ingest"] || phases["throughput"]
+}
+
+// guardPhases starts the guard (or connects to the external one), loads
+// the calls and runs the phases asked for that need it.
+func (b *bench) guardPhases(ctx context.Context) (err error) {
+	cfg := b.cfg
 	b.t, err = startTarget(ctx, cfg)
 	if err != nil {
 		return err
@@ -135,29 +178,6 @@ func runBench(ctx context.Context, cfg config, out, errw io.Writer) (err error) 
 		}
 		b.rows = append(b.rows, row{})
 	}
-	for _, m := range mem {
-		b.rows = append(b.rows, row{
-			measure: fmt.Sprintf("memory per active call, %d calls", m.calls),
-			guard:   bytesStr(m.perCall),
-			floor:   "-", ratio: "-",
-			goal: fmt.Sprintf("%d finals each; %.0f MiB in all; filled in %s", m.finals, m.total/(1<<20), m.took.Round(10*time.Millisecond)),
-		})
-	}
-	if len(mem) > 0 {
-		b.notes = append(b.notes, "memory: live heap growth after GC of a transcript store (the guard's per-call state) filled through Decode and Apply in the bench process before the guard starts; texts 20-90 bytes, agent turns with response ids")
-	}
-
-	where := "in-process guard (server.New, embedded NATS, discarding decision sink)"
-	if !b.t.embedded {
-		where = "external guard at " + cfg.GRPCAddr + ", NATS " + cfg.NATSURL
-	}
-	head := []string{
-		fmt.Sprintf("yesguard bench  %s  (-duration %s -seed %d, wall %s)", started.Format("2006-01-02 15:04 MST"), cfg.Duration, cfg.Seed, time.Since(started).Round(time.Second)),
-		fmt.Sprintf("%s; %d CPU %s, %s RAM, GOMAXPROCS %d; load avg %s at start, %s at end", runtime.Version(), runtime.NumCPU(), cpuModel(), memTotal(), runtime.GOMAXPROCS(0), load0, loadAvg()),
-		where,
-		"",
-	}
-	printTable(out, head, b.rows, append([]string{""}, b.notes...))
 	return nil
 }
 
