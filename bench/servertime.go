@@ -39,12 +39,15 @@ func (t *handlerTimer) start() {
 	t.on.Store(true)
 }
 
-// stop stops timing and returns the handler times by kind.
+// stop stops timing and returns the handler times by kind; they are the
+// caller's, untouched by a later start.
 func (t *handlerTimer) stop() map[string]lat {
 	t.on.Store(false)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.times
+	times := t.times
+	t.times = map[string]lat{}
+	return times
 }
 
 func (t *handlerTimer) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

@@ -412,9 +412,6 @@ func compileLocale(f *File) *Locale {
 // Get returns the locale for a BCP-47 tag: "es-MX" falls back to "es". It
 // returns nil when no locale covers the language.
 func (s *Set) Get(tag string) *Locale {
-	if l, ok := s.byLang[tag]; ok { // "en", as most events say it
-		return l
-	}
 	tag = strings.ToLower(strings.TrimSpace(tag))
 	if l, ok := s.byLang[tag]; ok {
 		return l

@@ -70,10 +70,11 @@ func testConfig() Config {
 
 // newServer builds a server on free loopback ports, with its own registry
 // and a captured decision log.
-func newServer(t *testing.T, cfg Config) *testServer {
+func newServer(t *testing.T, cfg Config, extra ...Option) *testServer {
 	t.Helper()
 	ts := &testServer{reg: prometheus.NewRegistry(), sink: &captureSink{}}
-	s, err := New(cfg, WithLogger(zaptest.NewLogger(t)), WithRegistry(ts.reg), WithDecisionSink(ts.sink))
+	opts := append([]Option{WithLogger(zaptest.NewLogger(t)), WithRegistry(ts.reg), WithDecisionSink(ts.sink)}, extra...)
+	s, err := New(cfg, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -82,9 +83,9 @@ func newServer(t *testing.T, cfg Config) *testServer {
 }
 
 // startServer is newServer, started, and stopped at the test's end.
-func startServer(t *testing.T, cfg Config) *testServer {
+func startServer(t *testing.T, cfg Config, extra ...Option) *testServer {
 	t.Helper()
-	ts := newServer(t, cfg)
+	ts := newServer(t, cfg, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := ts.Start(ctx); err != nil {
@@ -524,19 +525,10 @@ func TestGRPCServerOptions(t *testing.T) {
 		mu.Unlock()
 		return handler(ctx, req)
 	}
-	s, err := New(testConfig(), WithLogger(zaptest.NewLogger(t)), WithRegistry(prometheus.NewRegistry()), WithDecisionSink(&captureSink{}),
-		WithGRPCServerOptions(grpc.ChainUnaryInterceptor(record)))
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	ts := startServer(t, testConfig(), WithGRPCServerOptions(grpc.ChainUnaryInterceptor(record)))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { stopServer(t, s) })
-
-	resp, err := yesguardv1.NewGuardClient(dial(t, s.GRPCAddr())).Check(ctx, &yesguardv1.CheckRequest{CallId: "c1", Tool: "lookup"})
+	resp, err := yesguardv1.NewGuardClient(dial(t, ts.GRPCAddr())).Check(ctx, &yesguardv1.CheckRequest{CallId: "c1", Tool: "lookup"})
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
