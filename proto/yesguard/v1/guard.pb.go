@@ -132,6 +132,30 @@ const (
 	Reason_REASON_INTERNAL Reason = 18
 	// No locale covers the caller's language.
 	Reason_REASON_UNSUPPORTED_LANGUAGE Reason = 19
+	// The guard cannot be sure it holds every event of the call: it has not
+	// caught up with the transcript stream since a start or a reconnect, or a
+	// publisher's seq skipped events that have not arrived.
+	Reason_REASON_TRANSCRIPT_GAP Reason = 20
+	// Redeem reasons.
+	// The approval verified, matched the arguments, and this is its first
+	// redeem: execute the action.
+	Reason_REASON_REDEEMED Reason = 21
+	// The approval was already redeemed (on this or another replica), or its
+	// action already completed: do not execute it again.
+	Reason_REASON_ALREADY_REDEEMED Reason = 22
+	// The approval's expiry has passed.
+	Reason_REASON_APPROVAL_EXPIRED Reason = 23
+	// The arguments to execute differ from the ones the caller approved, or
+	// the tool differs.
+	Reason_REASON_APPROVAL_MISMATCH Reason = 24
+	// The approval is malformed, forged, tampered with, or signed by a key
+	// the guard does not hold (or no longer accepts).
+	Reason_REASON_APPROVAL_INVALID Reason = 25
+	// Complete records.
+	// Complete reported the action's result.
+	Reason_REASON_COMPLETED Reason = 26
+	// Complete reported that the action failed: the reservation is released.
+	Reason_REASON_FAILED Reason = 27
 )
 
 // Enum value maps for Reason.
@@ -157,6 +181,14 @@ var (
 		17: "REASON_CALLER_SPEAKING",
 		18: "REASON_INTERNAL",
 		19: "REASON_UNSUPPORTED_LANGUAGE",
+		20: "REASON_TRANSCRIPT_GAP",
+		21: "REASON_REDEEMED",
+		22: "REASON_ALREADY_REDEEMED",
+		23: "REASON_APPROVAL_EXPIRED",
+		24: "REASON_APPROVAL_MISMATCH",
+		25: "REASON_APPROVAL_INVALID",
+		26: "REASON_COMPLETED",
+		27: "REASON_FAILED",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":            0,
@@ -179,6 +211,14 @@ var (
 		"REASON_CALLER_SPEAKING":        17,
 		"REASON_INTERNAL":               18,
 		"REASON_UNSUPPORTED_LANGUAGE":   19,
+		"REASON_TRANSCRIPT_GAP":         20,
+		"REASON_REDEEMED":               21,
+		"REASON_ALREADY_REDEEMED":       22,
+		"REASON_APPROVAL_EXPIRED":       23,
+		"REASON_APPROVAL_MISMATCH":      24,
+		"REASON_APPROVAL_INVALID":       25,
+		"REASON_COMPLETED":              26,
+		"REASON_FAILED":                 27,
 	}
 )
 
@@ -209,6 +249,60 @@ func (Reason) EnumDescriptor() ([]byte, []int) {
 	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{1}
 }
 
+// DecisionKind says which call wrote a decision record.
+type DecisionKind int32
+
+const (
+	// Records written before kinds existed are Checks.
+	DecisionKind_DECISION_KIND_UNSPECIFIED DecisionKind = 0
+	DecisionKind_DECISION_KIND_CHECK       DecisionKind = 1
+	DecisionKind_DECISION_KIND_REDEEM      DecisionKind = 2
+	DecisionKind_DECISION_KIND_COMPLETE    DecisionKind = 3
+)
+
+// Enum value maps for DecisionKind.
+var (
+	DecisionKind_name = map[int32]string{
+		0: "DECISION_KIND_UNSPECIFIED",
+		1: "DECISION_KIND_CHECK",
+		2: "DECISION_KIND_REDEEM",
+		3: "DECISION_KIND_COMPLETE",
+	}
+	DecisionKind_value = map[string]int32{
+		"DECISION_KIND_UNSPECIFIED": 0,
+		"DECISION_KIND_CHECK":       1,
+		"DECISION_KIND_REDEEM":      2,
+		"DECISION_KIND_COMPLETE":    3,
+	}
+)
+
+func (x DecisionKind) Enum() *DecisionKind {
+	p := new(DecisionKind)
+	*p = x
+	return p
+}
+
+func (x DecisionKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DecisionKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_yesguard_v1_guard_proto_enumTypes[2].Descriptor()
+}
+
+func (DecisionKind) Type() protoreflect.EnumType {
+	return &file_yesguard_v1_guard_proto_enumTypes[2]
+}
+
+func (x DecisionKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DecisionKind.Descriptor instead.
+func (DecisionKind) EnumDescriptor() ([]byte, []int) {
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{2}
+}
+
 type CheckRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The call the tool call belongs to: the last token of its transcript
@@ -227,7 +321,16 @@ type CheckRequest struct {
 	// reaches it.
 	RespondingToMs int64 `protobuf:"varint,5,opt,name=responding_to_ms,json=respondingToMs,proto3" json:"responding_to_ms,omitempty"`
 	// Optional: the model's own id for the call; logged.
-	ToolCallId    string `protobuf:"bytes,6,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	ToolCallId string `protobuf:"bytes,6,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// Optional: return the full evidence (the turns, what matched, the recent
+	// turns) in the answer. Without it the answer carries only the short
+	// evidence (question_sentence, answer_text, detail); the decision record
+	// (the log, ListDecisions, the decisions stream) always holds the whole.
+	IncludeEvidence bool `protobuf:"varint,7,opt,name=include_evidence,json=includeEvidence,proto3" json:"include_evidence,omitempty"`
+	// Optional: how long to wait for the caller's turn, in ms, instead of the
+	// tool's policy `wait`; capped at the policy's `max_wait`. 0 means the
+	// policy's.
+	WaitMs        int64 `protobuf:"varint,8,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -304,6 +407,20 @@ func (x *CheckRequest) GetToolCallId() string {
 	return ""
 }
 
+func (x *CheckRequest) GetIncludeEvidence() bool {
+	if x != nil {
+		return x.IncludeEvidence
+	}
+	return false
+}
+
+func (x *CheckRequest) GetWaitMs() int64 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
+}
+
 type CheckResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Sortable and unique (ULID).
@@ -312,16 +429,31 @@ type CheckResponse struct {
 	Reason     Reason  `protobuf:"varint,3,opt,name=reason,proto3,enum=yesguard.v1.Reason" json:"reason,omitempty"`
 	// For the model: what to do next.
 	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
-	// The turns the decision relied on and what matched in them.
+	// The full evidence: only when the request set include_evidence.
 	Evidence *Evidence `protobuf:"bytes,5,opt,name=evidence,proto3" json:"evidence,omitempty"`
 	// DUPLICATE and IGNORED: the decision this one repeats.
 	OriginalDecisionId string `protobuf:"bytes,6,opt,name=original_decision_id,json=originalDecisionId,proto3" json:"original_decision_id,omitempty"`
 	// DUPLICATE: the result Complete reported for the original, once known.
 	OriginalResult *structpb.Struct `protobuf:"bytes,7,opt,name=original_result,json=originalResult,proto3" json:"original_result,omitempty"`
 	// How long the guard waited for the caller's turn.
-	WaitedMs      int64 `protobuf:"varint,8,opt,name=waited_ms,json=waitedMs,proto3" json:"waited_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WaitedMs int64 `protobuf:"varint,8,opt,name=waited_ms,json=waitedMs,proto3" json:"waited_ms,omitempty"`
+	// ALLOW: the signed approval (a compact JWS, EdDSA) that the system of
+	// record verifies and redeems before it executes the action.
+	Approval string `protobuf:"bytes,9,opt,name=approval,proto3" json:"approval,omitempty"`
+	// ALLOW: when the approval expires.
+	ApprovalExpiresAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=approval_expires_at,json=approvalExpiresAt,proto3" json:"approval_expires_at,omitempty"`
+	// The short evidence, always set where known: the sentence taken as the
+	// question, the caller's words taken as the answer, and one line for
+	// people saying why.
+	QuestionSentence string `protobuf:"bytes,11,opt,name=question_sentence,json=questionSentence,proto3" json:"question_sentence,omitempty"`
+	AnswerText       string `protobuf:"bytes,12,opt,name=answer_text,json=answerText,proto3" json:"answer_text,omitempty"`
+	Detail           string `protobuf:"bytes,13,opt,name=detail,proto3" json:"detail,omitempty"`
+	// DUPLICATE: the original was allowed but has not completed yet. Do not
+	// run the tool and do not tell the caller it is done; wait for the
+	// original's result.
+	OriginalRunning bool `protobuf:"varint,14,opt,name=original_running,json=originalRunning,proto3" json:"original_running,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CheckResponse) Reset() {
@@ -410,6 +542,48 @@ func (x *CheckResponse) GetWaitedMs() int64 {
 	return 0
 }
 
+func (x *CheckResponse) GetApproval() string {
+	if x != nil {
+		return x.Approval
+	}
+	return ""
+}
+
+func (x *CheckResponse) GetApprovalExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ApprovalExpiresAt
+	}
+	return nil
+}
+
+func (x *CheckResponse) GetQuestionSentence() string {
+	if x != nil {
+		return x.QuestionSentence
+	}
+	return ""
+}
+
+func (x *CheckResponse) GetAnswerText() string {
+	if x != nil {
+		return x.AnswerText
+	}
+	return ""
+}
+
+func (x *CheckResponse) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *CheckResponse) GetOriginalRunning() bool {
+	if x != nil {
+		return x.OriginalRunning
+	}
+	return false
+}
+
 type CompleteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The decision id of an ALLOW.
@@ -417,7 +591,13 @@ type CompleteRequest struct {
 	// The tool's result, replayed to duplicates.
 	Result *structpb.Struct `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
 	// The tool failed: release the reservation so a retry is judged afresh.
-	Failed        bool `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	// It does not turn the caller turn's yes into consent for other
+	// arguments.
+	Failed bool `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	// Optional: the ALLOW's approval. It authorises the Complete for its own
+	// decision, so the system of record that redeemed it may report the
+	// result.
+	Approval      string `protobuf:"bytes,4,opt,name=approval,proto3" json:"approval,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -473,8 +653,17 @@ func (x *CompleteRequest) GetFailed() bool {
 	return false
 }
 
+func (x *CompleteRequest) GetApproval() string {
+	if x != nil {
+		return x.Approval
+	}
+	return ""
+}
+
 type CompleteResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of the Complete's own record.
+	DecisionId    string `protobuf:"bytes,1,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -509,16 +698,209 @@ func (*CompleteResponse) Descriptor() ([]byte, []int) {
 	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{3}
 }
 
-type ListDecisionsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+func (x *CompleteResponse) GetDecisionId() string {
+	if x != nil {
+		return x.DecisionId
+	}
+	return ""
+}
+
+type RedeemRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The approval of an ALLOW (CheckResponse.approval). Required.
+	Approval string `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	// The arguments about to be executed; their canonical hash must equal
+	// the approved one.
+	Args *structpb.Struct `protobuf:"bytes,2,opt,name=args,proto3" json:"args,omitempty"`
+	// Optional: the tool about to be executed; when set it must equal the
+	// approved one.
+	Tool          string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
+func (x *RedeemRequest) Reset() {
+	*x = RedeemRequest{}
+	mi := &file_yesguard_v1_guard_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeemRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeemRequest) ProtoMessage() {}
+
+func (x *RedeemRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yesguard_v1_guard_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeemRequest.ProtoReflect.Descriptor instead.
+func (*RedeemRequest) Descriptor() ([]byte, []int) {
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RedeemRequest) GetApproval() string {
+	if x != nil {
+		return x.Approval
+	}
+	return ""
+}
+
+func (x *RedeemRequest) GetArgs() *structpb.Struct {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *RedeemRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+type RedeemResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of the Redeem's own record.
+	DecisionId string `protobuf:"bytes,1,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
+	// OUTCOME_ALLOW: execute the action now, once. OUTCOME_REFUSE: do not.
+	Outcome Outcome `protobuf:"varint,2,opt,name=outcome,proto3,enum=yesguard.v1.Outcome" json:"outcome,omitempty"`
+	// REASON_REDEEMED, or why not (REASON_ALREADY_REDEEMED,
+	// REASON_APPROVAL_EXPIRED, REASON_APPROVAL_MISMATCH,
+	// REASON_APPROVAL_INVALID, ...).
+	Reason Reason `protobuf:"varint,3,opt,name=reason,proto3,enum=yesguard.v1.Reason" json:"reason,omitempty"`
+	// For people and logs: what to do next.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// What the approval says (set when its signature verified).
+	AllowedDecisionId string                 `protobuf:"bytes,5,opt,name=allowed_decision_id,json=allowedDecisionId,proto3" json:"allowed_decision_id,omitempty"`
+	CallId            string                 `protobuf:"bytes,6,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool              string                 `protobuf:"bytes,7,opt,name=tool,proto3" json:"tool,omitempty"`
+	ArgsHash          string                 `protobuf:"bytes,8,opt,name=args_hash,json=argsHash,proto3" json:"args_hash,omitempty"`
+	ExpiresAt         *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *RedeemResponse) Reset() {
+	*x = RedeemResponse{}
+	mi := &file_yesguard_v1_guard_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeemResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeemResponse) ProtoMessage() {}
+
+func (x *RedeemResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yesguard_v1_guard_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeemResponse.ProtoReflect.Descriptor instead.
+func (*RedeemResponse) Descriptor() ([]byte, []int) {
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RedeemResponse) GetDecisionId() string {
+	if x != nil {
+		return x.DecisionId
+	}
+	return ""
+}
+
+func (x *RedeemResponse) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *RedeemResponse) GetReason() Reason {
+	if x != nil {
+		return x.Reason
+	}
+	return Reason_REASON_UNSPECIFIED
+}
+
+func (x *RedeemResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *RedeemResponse) GetAllowedDecisionId() string {
+	if x != nil {
+		return x.AllowedDecisionId
+	}
+	return ""
+}
+
+func (x *RedeemResponse) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *RedeemResponse) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *RedeemResponse) GetArgsHash() string {
+	if x != nil {
+		return x.ArgsHash
+	}
+	return ""
+}
+
+func (x *RedeemResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+type ListDecisionsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	CallId string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// Optional: at most this many records (default and maximum 1000).
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Optional: the next_page_token of an earlier answer.
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Optional: also return the call's transcript as the guard holds it.
+	IncludeTranscript bool `protobuf:"varint,4,opt,name=include_transcript,json=includeTranscript,proto3" json:"include_transcript,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
 func (x *ListDecisionsRequest) Reset() {
 	*x = ListDecisionsRequest{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[4]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -530,7 +912,7 @@ func (x *ListDecisionsRequest) String() string {
 func (*ListDecisionsRequest) ProtoMessage() {}
 
 func (x *ListDecisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[4]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -543,7 +925,7 @@ func (x *ListDecisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDecisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListDecisionsRequest) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{4}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListDecisionsRequest) GetCallId() string {
@@ -553,16 +935,41 @@ func (x *ListDecisionsRequest) GetCallId() string {
 	return ""
 }
 
+func (x *ListDecisionsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListDecisionsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListDecisionsRequest) GetIncludeTranscript() bool {
+	if x != nil {
+		return x.IncludeTranscript
+	}
+	return false
+}
+
 type ListDecisionsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Decisions     []*Decision            `protobuf:"bytes,1,rep,name=decisions,proto3" json:"decisions,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Decisions []*Decision            `protobuf:"bytes,1,rep,name=decisions,proto3" json:"decisions,omitempty"`
+	// Set when more records follow.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// With include_transcript: the call's turns, oldest first.
+	Transcript    []*Turn `protobuf:"bytes,3,rep,name=transcript,proto3" json:"transcript,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListDecisionsResponse) Reset() {
 	*x = ListDecisionsResponse{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[5]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +981,7 @@ func (x *ListDecisionsResponse) String() string {
 func (*ListDecisionsResponse) ProtoMessage() {}
 
 func (x *ListDecisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[5]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,12 +994,26 @@ func (x *ListDecisionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDecisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListDecisionsResponse) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{5}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListDecisionsResponse) GetDecisions() []*Decision {
 	if x != nil {
 		return x.Decisions
+	}
+	return nil
+}
+
+func (x *ListDecisionsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ListDecisionsResponse) GetTranscript() []*Turn {
+	if x != nil {
+		return x.Transcript
 	}
 	return nil
 }
@@ -617,15 +1038,27 @@ type Decision struct {
 	// Identifies the policy and locales the decision was judged under.
 	PolicyVersion      string `protobuf:"bytes,13,opt,name=policy_version,json=policyVersion,proto3" json:"policy_version,omitempty"`
 	OriginalDecisionId string `protobuf:"bytes,14,opt,name=original_decision_id,json=originalDecisionId,proto3" json:"original_decision_id,omitempty"`
-	// The canonical JSON of the arguments.
-	Args          string `protobuf:"bytes,15,opt,name=args,proto3" json:"args,omitempty"`
+	// The canonical JSON of the arguments (fields may be hashed or dropped
+	// by the redaction settings; args_hash is of the arguments as given).
+	Args string `protobuf:"bytes,15,opt,name=args,proto3" json:"args,omitempty"`
+	// Which call wrote the record: Check (also for records written before
+	// kinds existed), Redeem or Complete.
+	Kind DecisionKind `protobuf:"varint,16,opt,name=kind,proto3,enum=yesguard.v1.DecisionKind" json:"kind,omitempty"`
+	// ALLOW: the key id (JWKS "kid") that signed its approval, and the
+	// approval's expiry.
+	ApprovalKeyId     string                 `protobuf:"bytes,17,opt,name=approval_key_id,json=approvalKeyId,proto3" json:"approval_key_id,omitempty"`
+	ApprovalExpiresAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=approval_expires_at,json=approvalExpiresAt,proto3" json:"approval_expires_at,omitempty"`
+	// The replica that wrote the record.
+	Replica string `protobuf:"bytes,19,opt,name=replica,proto3" json:"replica,omitempty"`
+	// Complete: the reported result as canonical JSON (subject to redaction).
+	Result        string `protobuf:"bytes,20,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[6]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +1070,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[6]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +1083,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{6}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Decision) GetDecisionId() string {
@@ -758,6 +1191,41 @@ func (x *Decision) GetArgs() string {
 	return ""
 }
 
+func (x *Decision) GetKind() DecisionKind {
+	if x != nil {
+		return x.Kind
+	}
+	return DecisionKind_DECISION_KIND_UNSPECIFIED
+}
+
+func (x *Decision) GetApprovalKeyId() string {
+	if x != nil {
+		return x.ApprovalKeyId
+	}
+	return ""
+}
+
+func (x *Decision) GetApprovalExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ApprovalExpiresAt
+	}
+	return nil
+}
+
+func (x *Decision) GetReplica() string {
+	if x != nil {
+		return x.Replica
+	}
+	return ""
+}
+
+func (x *Decision) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
 // Turn is one speaker's words as the guard assembled them from final
 // transcript events.
 type Turn struct {
@@ -775,14 +1243,16 @@ type Turn struct {
 	ResponseId  string `protobuf:"bytes,8,opt,name=response_id,json=responseId,proto3" json:"response_id,omitempty"`
 	Interrupted bool   `protobuf:"varint,9,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
 	// When the guard received the turn's last event.
-	ReceivedAt    *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=received_at,json=receivedAt,proto3" json:"received_at,omitempty"`
+	ReceivedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=received_at,json=receivedAt,proto3" json:"received_at,omitempty"`
+	// The publisher of the turn's events (TranscriptEvent.source), if named.
+	Source        string `protobuf:"bytes,11,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[7]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +1264,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[7]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +1277,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{7}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Turn) GetSpeaker() string {
@@ -880,6 +1350,13 @@ func (x *Turn) GetReceivedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Turn) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
 // Match is one thing a rule found, or failed to find, in a turn.
 type Match struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -898,7 +1375,7 @@ type Match struct {
 
 func (x *Match) Reset() {
 	*x = Match{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1387,7 @@ func (x *Match) String() string {
 func (*Match) ProtoMessage() {}
 
 func (x *Match) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1400,7 @@ func (x *Match) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Match.ProtoReflect.Descriptor instead.
 func (*Match) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{8}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Match) GetRule() string {
@@ -970,7 +1447,7 @@ type Evidence struct {
 
 func (x *Evidence) Reset() {
 	*x = Evidence{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1459,7 @@ func (x *Evidence) String() string {
 func (*Evidence) ProtoMessage() {}
 
 func (x *Evidence) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1472,7 @@ func (x *Evidence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evidence.ProtoReflect.Descriptor instead.
 func (*Evidence) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{9}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Evidence) GetQuestion() *Turn {
@@ -1047,11 +1524,177 @@ func (x *Evidence) GetDetail() string {
 	return ""
 }
 
+// TranscriptEvent documents the JSON object a pipeline publishes on NATS,
+// one per message, on subject `<prefix>.<call_id>`. The wire format is JSON
+// with these field names as written here (snake_case); this message exists
+// so that clients can generate the type. The guard reads the JSON directly.
+type TranscriptEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call; must equal the subject's last token.
+	CallId string `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	// Per (call, source, epoch) counter from the publisher, from 1. Orders
+	// events and drops repeats; 0 or absent means arrival order.
+	Seq uint64 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// "caller" or "agent" (may be absent on call_ended).
+	Speaker string `protobuf:"bytes,3,opt,name=speaker,proto3" json:"speaker,omitempty"`
+	// "transcript", "speech_started", "speech_stopped" or "call_ended".
+	Type string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
+	// The words; for interrupted agent speech, what was actually played.
+	Text string `protobuf:"bytes,5,opt,name=text,proto3" json:"text,omitempty"`
+	// false for interim results.
+	Final bool `protobuf:"varint,6,opt,name=final,proto3" json:"final,omitempty"`
+	// Audio time since the call started.
+	StartMs int64 `protobuf:"varint,7,opt,name=start_ms,json=startMs,proto3" json:"start_ms,omitempty"`
+	EndMs   int64 `protobuf:"varint,8,opt,name=end_ms,json=endMs,proto3" json:"end_ms,omitempty"`
+	// BCP-47 language of the turn.
+	Lang string `protobuf:"bytes,9,opt,name=lang,proto3" json:"lang,omitempty"`
+	// Agent speech: the model response it belongs to.
+	ResponseId string `protobuf:"bytes,10,opt,name=response_id,json=responseId,proto3" json:"response_id,omitempty"`
+	// Agent speech cut off by the caller.
+	Interrupted bool `protobuf:"varint,11,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	// The recogniser's confidence, logged.
+	Confidence float64 `protobuf:"fixed64,12,opt,name=confidence,proto3" json:"confidence,omitempty"`
+	// The publisher's name ("stt", "tts"): seq counts per (call, source).
+	Source string `protobuf:"bytes,13,opt,name=source,proto3" json:"source,omitempty"`
+	// The publisher's run: a new epoch starts that source's seq again.
+	Epoch         uint64 `protobuf:"varint,14,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TranscriptEvent) Reset() {
+	*x = TranscriptEvent{}
+	mi := &file_yesguard_v1_guard_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TranscriptEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TranscriptEvent) ProtoMessage() {}
+
+func (x *TranscriptEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_yesguard_v1_guard_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TranscriptEvent.ProtoReflect.Descriptor instead.
+func (*TranscriptEvent) Descriptor() ([]byte, []int) {
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *TranscriptEvent) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *TranscriptEvent) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *TranscriptEvent) GetSpeaker() string {
+	if x != nil {
+		return x.Speaker
+	}
+	return ""
+}
+
+func (x *TranscriptEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *TranscriptEvent) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *TranscriptEvent) GetFinal() bool {
+	if x != nil {
+		return x.Final
+	}
+	return false
+}
+
+func (x *TranscriptEvent) GetStartMs() int64 {
+	if x != nil {
+		return x.StartMs
+	}
+	return 0
+}
+
+func (x *TranscriptEvent) GetEndMs() int64 {
+	if x != nil {
+		return x.EndMs
+	}
+	return 0
+}
+
+func (x *TranscriptEvent) GetLang() string {
+	if x != nil {
+		return x.Lang
+	}
+	return ""
+}
+
+func (x *TranscriptEvent) GetResponseId() string {
+	if x != nil {
+		return x.ResponseId
+	}
+	return ""
+}
+
+func (x *TranscriptEvent) GetInterrupted() bool {
+	if x != nil {
+		return x.Interrupted
+	}
+	return false
+}
+
+func (x *TranscriptEvent) GetConfidence() float64 {
+	if x != nil {
+		return x.Confidence
+	}
+	return 0
+}
+
+func (x *TranscriptEvent) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *TranscriptEvent) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 var File_yesguard_v1_guard_proto protoreflect.FileDescriptor
 
 const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\n" +
-	"\x17yesguard/v1/guard.proto\x12\vyesguard.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd5\x01\n" +
+	"\x17yesguard/v1/guard.proto\x12\vyesguard.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x99\x02\n" +
 	"\fCheckRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12+\n" +
@@ -1060,7 +1703,9 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"responseId\x12(\n" +
 	"\x10responding_to_ms\x18\x05 \x01(\x03R\x0erespondingToMs\x12 \n" +
 	"\ftool_call_id\x18\x06 \x01(\tR\n" +
-	"toolCallId\"\xeb\x02\n" +
+	"toolCallId\x12)\n" +
+	"\x10include_evidence\x18\a \x01(\bR\x0fincludeEvidence\x12\x17\n" +
+	"\await_ms\x18\b \x01(\x03R\x06waitMs\"\xe4\x04\n" +
 	"\rCheckResponse\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12.\n" +
@@ -1070,17 +1715,52 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\bevidence\x18\x05 \x01(\v2\x15.yesguard.v1.EvidenceR\bevidence\x120\n" +
 	"\x14original_decision_id\x18\x06 \x01(\tR\x12originalDecisionId\x12@\n" +
 	"\x0foriginal_result\x18\a \x01(\v2\x17.google.protobuf.StructR\x0eoriginalResult\x12\x1b\n" +
-	"\twaited_ms\x18\b \x01(\x03R\bwaitedMs\"{\n" +
+	"\twaited_ms\x18\b \x01(\x03R\bwaitedMs\x12\x1a\n" +
+	"\bapproval\x18\t \x01(\tR\bapproval\x12J\n" +
+	"\x13approval_expires_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x11approvalExpiresAt\x12+\n" +
+	"\x11question_sentence\x18\v \x01(\tR\x10questionSentence\x12\x1f\n" +
+	"\vanswer_text\x18\f \x01(\tR\n" +
+	"answerText\x12\x16\n" +
+	"\x06detail\x18\r \x01(\tR\x06detail\x12)\n" +
+	"\x10original_running\x18\x0e \x01(\bR\x0foriginalRunning\"\x97\x01\n" +
 	"\x0fCompleteRequest\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12/\n" +
 	"\x06result\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06result\x12\x16\n" +
-	"\x06failed\x18\x03 \x01(\bR\x06failed\"\x12\n" +
-	"\x10CompleteResponse\"/\n" +
+	"\x06failed\x18\x03 \x01(\bR\x06failed\x12\x1a\n" +
+	"\bapproval\x18\x04 \x01(\tR\bapproval\"3\n" +
+	"\x10CompleteResponse\x12\x1f\n" +
+	"\vdecision_id\x18\x01 \x01(\tR\n" +
+	"decisionId\"l\n" +
+	"\rRedeemRequest\x12\x1a\n" +
+	"\bapproval\x18\x01 \x01(\tR\bapproval\x12+\n" +
+	"\x04args\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x04args\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\"\xdd\x02\n" +
+	"\x0eRedeemResponse\x12\x1f\n" +
+	"\vdecision_id\x18\x01 \x01(\tR\n" +
+	"decisionId\x12.\n" +
+	"\aoutcome\x18\x02 \x01(\x0e2\x14.yesguard.v1.OutcomeR\aoutcome\x12+\n" +
+	"\x06reason\x18\x03 \x01(\x0e2\x13.yesguard.v1.ReasonR\x06reason\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12.\n" +
+	"\x13allowed_decision_id\x18\x05 \x01(\tR\x11allowedDecisionId\x12\x17\n" +
+	"\acall_id\x18\x06 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\a \x01(\tR\x04tool\x12\x1b\n" +
+	"\targs_hash\x18\b \x01(\tR\bargsHash\x129\n" +
+	"\n" +
+	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x9a\x01\n" +
 	"\x14ListDecisionsRequest\x12\x17\n" +
-	"\acall_id\x18\x01 \x01(\tR\x06callId\"L\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12-\n" +
+	"\x12include_transcript\x18\x04 \x01(\bR\x11includeTranscript\"\xa7\x01\n" +
 	"\x15ListDecisionsResponse\x123\n" +
-	"\tdecisions\x18\x01 \x03(\v2\x15.yesguard.v1.DecisionR\tdecisions\"\x9c\x04\n" +
+	"\tdecisions\x18\x01 \x03(\v2\x15.yesguard.v1.DecisionR\tdecisions\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x121\n" +
+	"\n" +
+	"transcript\x18\x03 \x03(\v2\x11.yesguard.v1.TurnR\n" +
+	"transcript\"\xf1\x05\n" +
 	"\bDecision\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12.\n" +
@@ -1100,7 +1780,12 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\twaited_ms\x18\f \x01(\x03R\bwaitedMs\x12%\n" +
 	"\x0epolicy_version\x18\r \x01(\tR\rpolicyVersion\x120\n" +
 	"\x14original_decision_id\x18\x0e \x01(\tR\x12originalDecisionId\x12\x12\n" +
-	"\x04args\x18\x0f \x01(\tR\x04args\"\xb2\x02\n" +
+	"\x04args\x18\x0f \x01(\tR\x04args\x12-\n" +
+	"\x04kind\x18\x10 \x01(\x0e2\x19.yesguard.v1.DecisionKindR\x04kind\x12&\n" +
+	"\x0fapproval_key_id\x18\x11 \x01(\tR\rapprovalKeyId\x12J\n" +
+	"\x13approval_expires_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\x11approvalExpiresAt\x12\x18\n" +
+	"\areplica\x18\x13 \x01(\tR\areplica\x12\x16\n" +
+	"\x06result\x18\x14 \x01(\tR\x06result\"\xca\x02\n" +
 	"\x04Turn\x12\x18\n" +
 	"\aspeaker\x18\x01 \x01(\tR\aspeaker\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x19\n" +
@@ -1114,7 +1799,8 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\vinterrupted\x18\t \x01(\bR\vinterrupted\x12;\n" +
 	"\vreceived_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"receivedAt\"I\n" +
+	"receivedAt\x12\x16\n" +
+	"\x06source\x18\v \x01(\tR\x06source\"I\n" +
 	"\x05Match\x12\x12\n" +
 	"\x04rule\x18\x01 \x01(\tR\x04rule\x12\x18\n" +
 	"\apattern\x18\x02 \x01(\tR\apattern\x12\x12\n" +
@@ -1126,13 +1812,32 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\amatches\x18\x04 \x03(\v2\x12.yesguard.v1.MatchR\amatches\x124\n" +
 	"\frecent_turns\x18\x05 \x03(\v2\x11.yesguard.v1.TurnR\vrecentTurns\x12\x12\n" +
 	"\x04lang\x18\x06 \x01(\tR\x04lang\x12\x16\n" +
-	"\x06detail\x18\a \x01(\tR\x06detail*u\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\"\xeb\x02\n" +
+	"\x0fTranscriptEvent\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x18\n" +
+	"\aspeaker\x18\x03 \x01(\tR\aspeaker\x12\x12\n" +
+	"\x04type\x18\x04 \x01(\tR\x04type\x12\x12\n" +
+	"\x04text\x18\x05 \x01(\tR\x04text\x12\x14\n" +
+	"\x05final\x18\x06 \x01(\bR\x05final\x12\x19\n" +
+	"\bstart_ms\x18\a \x01(\x03R\astartMs\x12\x15\n" +
+	"\x06end_ms\x18\b \x01(\x03R\x05endMs\x12\x12\n" +
+	"\x04lang\x18\t \x01(\tR\x04lang\x12\x1f\n" +
+	"\vresponse_id\x18\n" +
+	" \x01(\tR\n" +
+	"responseId\x12 \n" +
+	"\vinterrupted\x18\v \x01(\bR\vinterrupted\x12\x1e\n" +
+	"\n" +
+	"confidence\x18\f \x01(\x01R\n" +
+	"confidence\x12\x16\n" +
+	"\x06source\x18\r \x01(\tR\x06source\x12\x14\n" +
+	"\x05epoch\x18\x0e \x01(\x04R\x05epoch*u\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rOUTCOME_ALLOW\x10\x01\x12\x12\n" +
 	"\x0eOUTCOME_REFUSE\x10\x02\x12\x15\n" +
 	"\x11OUTCOME_DUPLICATE\x10\x03\x12\x13\n" +
-	"\x0fOUTCOME_IGNORED\x10\x04*\x8c\x04\n" +
+	"\x0fOUTCOME_IGNORED\x10\x04*\xda\x05\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10REASON_CONFIRMED\x10\x01\x12\x1f\n" +
@@ -1154,10 +1859,24 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\x1dREASON_TRANSCRIPT_UNAVAILABLE\x10\x10\x12\x1a\n" +
 	"\x16REASON_CALLER_SPEAKING\x10\x11\x12\x13\n" +
 	"\x0fREASON_INTERNAL\x10\x12\x12\x1f\n" +
-	"\x1bREASON_UNSUPPORTED_LANGUAGE\x10\x132\xe8\x01\n" +
+	"\x1bREASON_UNSUPPORTED_LANGUAGE\x10\x13\x12\x19\n" +
+	"\x15REASON_TRANSCRIPT_GAP\x10\x14\x12\x13\n" +
+	"\x0fREASON_REDEEMED\x10\x15\x12\x1b\n" +
+	"\x17REASON_ALREADY_REDEEMED\x10\x16\x12\x1b\n" +
+	"\x17REASON_APPROVAL_EXPIRED\x10\x17\x12\x1c\n" +
+	"\x18REASON_APPROVAL_MISMATCH\x10\x18\x12\x1b\n" +
+	"\x17REASON_APPROVAL_INVALID\x10\x19\x12\x14\n" +
+	"\x10REASON_COMPLETED\x10\x1a\x12\x11\n" +
+	"\rREASON_FAILED\x10\x1b*|\n" +
+	"\fDecisionKind\x12\x1d\n" +
+	"\x19DECISION_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13DECISION_KIND_CHECK\x10\x01\x12\x18\n" +
+	"\x14DECISION_KIND_REDEEM\x10\x02\x12\x1a\n" +
+	"\x16DECISION_KIND_COMPLETE\x10\x032\xab\x02\n" +
 	"\x05Guard\x12>\n" +
 	"\x05Check\x12\x19.yesguard.v1.CheckRequest\x1a\x1a.yesguard.v1.CheckResponse\x12G\n" +
-	"\bComplete\x12\x1c.yesguard.v1.CompleteRequest\x1a\x1d.yesguard.v1.CompleteResponse\x12V\n" +
+	"\bComplete\x12\x1c.yesguard.v1.CompleteRequest\x1a\x1d.yesguard.v1.CompleteResponse\x12A\n" +
+	"\x06Redeem\x12\x1a.yesguard.v1.RedeemRequest\x1a\x1b.yesguard.v1.RedeemResponse\x12V\n" +
 	"\rListDecisions\x12!.yesguard.v1.ListDecisionsRequest\x1a\".yesguard.v1.ListDecisionsResponseB;Z9github.com/yesguard/yesguard/proto/yesguard/v1;yesguardv1b\x06proto3"
 
 var (
@@ -1172,52 +1891,66 @@ func file_yesguard_v1_guard_proto_rawDescGZIP() []byte {
 	return file_yesguard_v1_guard_proto_rawDescData
 }
 
-var file_yesguard_v1_guard_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_yesguard_v1_guard_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_yesguard_v1_guard_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_yesguard_v1_guard_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_yesguard_v1_guard_proto_goTypes = []any{
 	(Outcome)(0),                  // 0: yesguard.v1.Outcome
 	(Reason)(0),                   // 1: yesguard.v1.Reason
-	(*CheckRequest)(nil),          // 2: yesguard.v1.CheckRequest
-	(*CheckResponse)(nil),         // 3: yesguard.v1.CheckResponse
-	(*CompleteRequest)(nil),       // 4: yesguard.v1.CompleteRequest
-	(*CompleteResponse)(nil),      // 5: yesguard.v1.CompleteResponse
-	(*ListDecisionsRequest)(nil),  // 6: yesguard.v1.ListDecisionsRequest
-	(*ListDecisionsResponse)(nil), // 7: yesguard.v1.ListDecisionsResponse
-	(*Decision)(nil),              // 8: yesguard.v1.Decision
-	(*Turn)(nil),                  // 9: yesguard.v1.Turn
-	(*Match)(nil),                 // 10: yesguard.v1.Match
-	(*Evidence)(nil),              // 11: yesguard.v1.Evidence
-	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(DecisionKind)(0),             // 2: yesguard.v1.DecisionKind
+	(*CheckRequest)(nil),          // 3: yesguard.v1.CheckRequest
+	(*CheckResponse)(nil),         // 4: yesguard.v1.CheckResponse
+	(*CompleteRequest)(nil),       // 5: yesguard.v1.CompleteRequest
+	(*CompleteResponse)(nil),      // 6: yesguard.v1.CompleteResponse
+	(*RedeemRequest)(nil),         // 7: yesguard.v1.RedeemRequest
+	(*RedeemResponse)(nil),        // 8: yesguard.v1.RedeemResponse
+	(*ListDecisionsRequest)(nil),  // 9: yesguard.v1.ListDecisionsRequest
+	(*ListDecisionsResponse)(nil), // 10: yesguard.v1.ListDecisionsResponse
+	(*Decision)(nil),              // 11: yesguard.v1.Decision
+	(*Turn)(nil),                  // 12: yesguard.v1.Turn
+	(*Match)(nil),                 // 13: yesguard.v1.Match
+	(*Evidence)(nil),              // 14: yesguard.v1.Evidence
+	(*TranscriptEvent)(nil),       // 15: yesguard.v1.TranscriptEvent
+	(*structpb.Struct)(nil),       // 16: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
 }
 var file_yesguard_v1_guard_proto_depIdxs = []int32{
-	12, // 0: yesguard.v1.CheckRequest.args:type_name -> google.protobuf.Struct
+	16, // 0: yesguard.v1.CheckRequest.args:type_name -> google.protobuf.Struct
 	0,  // 1: yesguard.v1.CheckResponse.outcome:type_name -> yesguard.v1.Outcome
 	1,  // 2: yesguard.v1.CheckResponse.reason:type_name -> yesguard.v1.Reason
-	11, // 3: yesguard.v1.CheckResponse.evidence:type_name -> yesguard.v1.Evidence
-	12, // 4: yesguard.v1.CheckResponse.original_result:type_name -> google.protobuf.Struct
-	12, // 5: yesguard.v1.CompleteRequest.result:type_name -> google.protobuf.Struct
-	8,  // 6: yesguard.v1.ListDecisionsResponse.decisions:type_name -> yesguard.v1.Decision
-	13, // 7: yesguard.v1.Decision.time:type_name -> google.protobuf.Timestamp
-	0,  // 8: yesguard.v1.Decision.outcome:type_name -> yesguard.v1.Outcome
-	1,  // 9: yesguard.v1.Decision.reason:type_name -> yesguard.v1.Reason
-	11, // 10: yesguard.v1.Decision.evidence:type_name -> yesguard.v1.Evidence
-	13, // 11: yesguard.v1.Turn.received_at:type_name -> google.protobuf.Timestamp
-	9,  // 12: yesguard.v1.Evidence.question:type_name -> yesguard.v1.Turn
-	9,  // 13: yesguard.v1.Evidence.answer:type_name -> yesguard.v1.Turn
-	10, // 14: yesguard.v1.Evidence.matches:type_name -> yesguard.v1.Match
-	9,  // 15: yesguard.v1.Evidence.recent_turns:type_name -> yesguard.v1.Turn
-	2,  // 16: yesguard.v1.Guard.Check:input_type -> yesguard.v1.CheckRequest
-	4,  // 17: yesguard.v1.Guard.Complete:input_type -> yesguard.v1.CompleteRequest
-	6,  // 18: yesguard.v1.Guard.ListDecisions:input_type -> yesguard.v1.ListDecisionsRequest
-	3,  // 19: yesguard.v1.Guard.Check:output_type -> yesguard.v1.CheckResponse
-	5,  // 20: yesguard.v1.Guard.Complete:output_type -> yesguard.v1.CompleteResponse
-	7,  // 21: yesguard.v1.Guard.ListDecisions:output_type -> yesguard.v1.ListDecisionsResponse
-	19, // [19:22] is the sub-list for method output_type
-	16, // [16:19] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	14, // 3: yesguard.v1.CheckResponse.evidence:type_name -> yesguard.v1.Evidence
+	16, // 4: yesguard.v1.CheckResponse.original_result:type_name -> google.protobuf.Struct
+	17, // 5: yesguard.v1.CheckResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
+	16, // 6: yesguard.v1.CompleteRequest.result:type_name -> google.protobuf.Struct
+	16, // 7: yesguard.v1.RedeemRequest.args:type_name -> google.protobuf.Struct
+	0,  // 8: yesguard.v1.RedeemResponse.outcome:type_name -> yesguard.v1.Outcome
+	1,  // 9: yesguard.v1.RedeemResponse.reason:type_name -> yesguard.v1.Reason
+	17, // 10: yesguard.v1.RedeemResponse.expires_at:type_name -> google.protobuf.Timestamp
+	11, // 11: yesguard.v1.ListDecisionsResponse.decisions:type_name -> yesguard.v1.Decision
+	12, // 12: yesguard.v1.ListDecisionsResponse.transcript:type_name -> yesguard.v1.Turn
+	17, // 13: yesguard.v1.Decision.time:type_name -> google.protobuf.Timestamp
+	0,  // 14: yesguard.v1.Decision.outcome:type_name -> yesguard.v1.Outcome
+	1,  // 15: yesguard.v1.Decision.reason:type_name -> yesguard.v1.Reason
+	14, // 16: yesguard.v1.Decision.evidence:type_name -> yesguard.v1.Evidence
+	2,  // 17: yesguard.v1.Decision.kind:type_name -> yesguard.v1.DecisionKind
+	17, // 18: yesguard.v1.Decision.approval_expires_at:type_name -> google.protobuf.Timestamp
+	17, // 19: yesguard.v1.Turn.received_at:type_name -> google.protobuf.Timestamp
+	12, // 20: yesguard.v1.Evidence.question:type_name -> yesguard.v1.Turn
+	12, // 21: yesguard.v1.Evidence.answer:type_name -> yesguard.v1.Turn
+	13, // 22: yesguard.v1.Evidence.matches:type_name -> yesguard.v1.Match
+	12, // 23: yesguard.v1.Evidence.recent_turns:type_name -> yesguard.v1.Turn
+	3,  // 24: yesguard.v1.Guard.Check:input_type -> yesguard.v1.CheckRequest
+	5,  // 25: yesguard.v1.Guard.Complete:input_type -> yesguard.v1.CompleteRequest
+	7,  // 26: yesguard.v1.Guard.Redeem:input_type -> yesguard.v1.RedeemRequest
+	9,  // 27: yesguard.v1.Guard.ListDecisions:input_type -> yesguard.v1.ListDecisionsRequest
+	4,  // 28: yesguard.v1.Guard.Check:output_type -> yesguard.v1.CheckResponse
+	6,  // 29: yesguard.v1.Guard.Complete:output_type -> yesguard.v1.CompleteResponse
+	8,  // 30: yesguard.v1.Guard.Redeem:output_type -> yesguard.v1.RedeemResponse
+	10, // 31: yesguard.v1.Guard.ListDecisions:output_type -> yesguard.v1.ListDecisionsResponse
+	28, // [28:32] is the sub-list for method output_type
+	24, // [24:28] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_yesguard_v1_guard_proto_init() }
@@ -1230,8 +1963,8 @@ func file_yesguard_v1_guard_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yesguard_v1_guard_proto_rawDesc), len(file_yesguard_v1_guard_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   10,
+			NumEnums:      3,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Guard_Check_FullMethodName         = "/yesguard.v1.Guard/Check"
 	Guard_Complete_FullMethodName      = "/yesguard.v1.Guard/Complete"
+	Guard_Redeem_FullMethodName        = "/yesguard.v1.Guard/Redeem"
 	Guard_ListDecisions_FullMethodName = "/yesguard.v1.Guard/ListDecisions"
 )
 
@@ -43,8 +44,17 @@ type GuardClient interface {
 	// it gets the same result instead of running the tool again. A failed
 	// result releases the reservation: failures are never replayed.
 	Complete(ctx context.Context, in *CompleteRequest, opts ...grpc.CallOption) (*CompleteResponse, error)
-	// ListDecisions returns the evidence and refusal records of one call,
-	// oldest first.
+	// Redeem is called by the system of record (the booking, payment or
+	// claims backend) just before it executes an allowed action. It verifies
+	// the ALLOW's signed approval against the arguments about to be executed
+	// and claims the action once across every replica: the first redeem of a
+	// valid approval for matching arguments succeeds; every other is refused
+	// with its reason. A Complete with `failed` lets a retry redeem again; a
+	// successful Complete never does. Every Redeem writes a decision record
+	// (kind DECISION_KIND_REDEEM).
+	Redeem(ctx context.Context, in *RedeemRequest, opts ...grpc.CallOption) (*RedeemResponse, error)
+	// ListDecisions returns the records of one call, oldest first: its
+	// Checks, Redeems and Completes.
 	ListDecisions(ctx context.Context, in *ListDecisionsRequest, opts ...grpc.CallOption) (*ListDecisionsResponse, error)
 }
 
@@ -76,6 +86,16 @@ func (c *guardClient) Complete(ctx context.Context, in *CompleteRequest, opts ..
 	return out, nil
 }
 
+func (c *guardClient) Redeem(ctx context.Context, in *RedeemRequest, opts ...grpc.CallOption) (*RedeemResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RedeemResponse)
+	err := c.cc.Invoke(ctx, Guard_Redeem_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *guardClient) ListDecisions(ctx context.Context, in *ListDecisionsRequest, opts ...grpc.CallOption) (*ListDecisionsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListDecisionsResponse)
@@ -101,8 +121,17 @@ type GuardServer interface {
 	// it gets the same result instead of running the tool again. A failed
 	// result releases the reservation: failures are never replayed.
 	Complete(context.Context, *CompleteRequest) (*CompleteResponse, error)
-	// ListDecisions returns the evidence and refusal records of one call,
-	// oldest first.
+	// Redeem is called by the system of record (the booking, payment or
+	// claims backend) just before it executes an allowed action. It verifies
+	// the ALLOW's signed approval against the arguments about to be executed
+	// and claims the action once across every replica: the first redeem of a
+	// valid approval for matching arguments succeeds; every other is refused
+	// with its reason. A Complete with `failed` lets a retry redeem again; a
+	// successful Complete never does. Every Redeem writes a decision record
+	// (kind DECISION_KIND_REDEEM).
+	Redeem(context.Context, *RedeemRequest) (*RedeemResponse, error)
+	// ListDecisions returns the records of one call, oldest first: its
+	// Checks, Redeems and Completes.
 	ListDecisions(context.Context, *ListDecisionsRequest) (*ListDecisionsResponse, error)
 	mustEmbedUnimplementedGuardServer()
 }
@@ -119,6 +148,9 @@ func (UnimplementedGuardServer) Check(context.Context, *CheckRequest) (*CheckRes
 }
 func (UnimplementedGuardServer) Complete(context.Context, *CompleteRequest) (*CompleteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Complete not implemented")
+}
+func (UnimplementedGuardServer) Redeem(context.Context, *RedeemRequest) (*RedeemResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Redeem not implemented")
 }
 func (UnimplementedGuardServer) ListDecisions(context.Context, *ListDecisionsRequest) (*ListDecisionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListDecisions not implemented")
@@ -180,6 +212,24 @@ func _Guard_Complete_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Guard_Redeem_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RedeemRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GuardServer).Redeem(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Guard_Redeem_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GuardServer).Redeem(ctx, req.(*RedeemRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Guard_ListDecisions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListDecisionsRequest)
 	if err := dec(in); err != nil {
@@ -212,6 +262,10 @@ var Guard_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Complete",
 			Handler:    _Guard_Complete_Handler,
+		},
+		{
+			MethodName: "Redeem",
+			Handler:    _Guard_Redeem_Handler,
 		},
 		{
 			MethodName: "ListDecisions",
