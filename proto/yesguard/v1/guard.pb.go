@@ -156,6 +156,11 @@ const (
 	Reason_REASON_COMPLETED Reason = 26
 	// Complete reported that the action failed: the reservation is released.
 	Reason_REASON_FAILED Reason = 27
+	// The question the yes answers says more than "may I do this action, with
+	// these values?": another verb, a negation, an alternative, a purpose or
+	// time clause, or a number that is none of the call's values. The message
+	// names the words and gives the plain question to ask instead.
+	Reason_REASON_QUESTION_NOT_PLAIN Reason = 28
 )
 
 // Enum value maps for Reason.
@@ -189,6 +194,7 @@ var (
 		25: "REASON_APPROVAL_INVALID",
 		26: "REASON_COMPLETED",
 		27: "REASON_FAILED",
+		28: "REASON_QUESTION_NOT_PLAIN",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":            0,
@@ -219,6 +225,7 @@ var (
 		"REASON_APPROVAL_INVALID":       25,
 		"REASON_COMPLETED":              26,
 		"REASON_FAILED":                 27,
+		"REASON_QUESTION_NOT_PLAIN":     28,
 	}
 )
 
@@ -1837,7 +1844,7 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\rOUTCOME_ALLOW\x10\x01\x12\x12\n" +
 	"\x0eOUTCOME_REFUSE\x10\x02\x12\x15\n" +
 	"\x11OUTCOME_DUPLICATE\x10\x03\x12\x13\n" +
-	"\x0fOUTCOME_IGNORED\x10\x04*\xda\x05\n" +
+	"\x0fOUTCOME_IGNORED\x10\x04*\xf9\x05\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10REASON_CONFIRMED\x10\x01\x12\x1f\n" +
@@ -1867,7 +1874,8 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\x18REASON_APPROVAL_MISMATCH\x10\x18\x12\x1b\n" +
 	"\x17REASON_APPROVAL_INVALID\x10\x19\x12\x14\n" +
 	"\x10REASON_COMPLETED\x10\x1a\x12\x11\n" +
-	"\rREASON_FAILED\x10\x1b*|\n" +
+	"\rREASON_FAILED\x10\x1b\x12\x1d\n" +
+	"\x19REASON_QUESTION_NOT_PLAIN\x10\x1c*|\n" +
 	"\fDecisionKind\x12\x1d\n" +
 	"\x19DECISION_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13DECISION_KIND_CHECK\x10\x01\x12\x18\n" +
