@@ -18,16 +18,29 @@ import (
 // refusals and wrong reasons are reported only. HELDOUT_ALL=1 logs every
 // dialogue's decision, not only the failures.
 func TestHeldOut(t *testing.T) {
-	forEachCorpus(t, "testdata/heldout", false, runHeldOut)
+	forEachCorpus(t, "testdata/heldout", false, heldOutRunner("heldout"))
 }
 
-func runHeldOut(t *testing.T, path string, locs *patterns.Set) {
+// TestHeldOutBlind runs the blind set (testdata/heldout2/<lang>.yaml): 555
+// dialogues written before the plain-question rule by someone who had read
+// neither the locales nor the judge (see testdata/heldout2/README.md). Same
+// figures and same failure rule as TestHeldOut.
+func TestHeldOutBlind(t *testing.T) {
+	forEachCorpus(t, "testdata/heldout2", false, heldOutRunner("blind"))
+}
+
+// heldOutRunner runs one held-out file, printing its figures after label.
+func heldOutRunner(label string) func(*testing.T, string, *patterns.Set) {
+	return func(t *testing.T, path string, locs *patterns.Set) { runHeldOut(t, label, path, locs) }
+}
+
+func runHeldOut(t *testing.T, label, path string, locs *patterns.Set) {
 	c := readCorpus(t, path)
 	if len(c.Dialogues) == 0 {
 		t.Fatalf("%s: no dialogues", path)
 	}
 	g, store := corpusGuard(t, path, c, locs)
-	n := judgeAll(t, path, c, g, store, "heldout-"+c.Lang, func(i int, d dialogue, resp *yesguardv1.CheckResponse) string {
+	n := judgeAll(t, path, c, g, store, label+"-"+c.Lang, func(i int, d dialogue, resp *yesguardv1.CheckResponse) string {
 		got := resp.GetOutcome()
 		if os.Getenv("HELDOUT_ALL") != "" {
 			t.Logf("#%d %q: want %s, got %s/%s (%s)", i, d.Name, d.Want, got, resp.GetReason(), resp.GetEvidence().GetDetail())
@@ -39,10 +52,10 @@ func runHeldOut(t *testing.T, path string, locs *patterns.Set) {
 		return why + fmt.Sprintf(", got %s/%s, detail: %s", got, resp.GetReason(), resp.GetEvidence().GetDetail())
 	})
 	yes, no, falseAccepts, falseRefusals, wrongReason, rate, failures := n.yes, n.no, n.falseAccepts, n.falseRefusals, n.wrongReasons, n.refusalRate(), n.failures
-	summary := fmt.Sprintf("heldout %s: %d dialogues (%d genuine yeses, %d to refuse): false accepts %d, false refusals %d (%.1f%%)",
-		c.Lang, len(c.Dialogues), yes, no, falseAccepts, falseRefusals, rate)
+	summary := fmt.Sprintf("%s %s: %d dialogues (%d genuine yeses, %d to refuse): false accepts %d, false refusals %d (%.1f%%)",
+		label, c.Lang, len(c.Dialogues), yes, no, falseAccepts, falseRefusals, rate)
 	fmt.Println(summary)
-	fmt.Printf("heldout %s: right outcome, wrong reason %d\n", c.Lang, wrongReason)
+	fmt.Printf("%s %s: right outcome, wrong reason %d\n", label, c.Lang, wrongReason)
 	t.Log(summary)
 	for _, f := range failures {
 		t.Log(f)
