@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -66,13 +67,13 @@ func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
 // withCloser makes Close close c after the final sync (the file Open made).
 func withCloser(c io.Closer) Option { return func(o *options) { o.closer = c } }
 
-// Logger is a guard.DecisionSink writing the evidence log (the check is
-// in package server, so that this package does not depend on guard). It is safe for
-// concurrent use.
+// Logger is a service.DecisionSink writing the evidence log (the check is
+// in package server, so that this package does not depend on service). It
+// is safe for concurrent use.
 type Logger struct {
 	core    zapcore.Core
 	out     zapcore.WriteSyncer
-	m       *metrics.Metrics
+	m       *Metrics
 	log     *zap.Logger
 	closer  io.Closer
 	marshal protojson.MarshalOptions
@@ -94,8 +95,22 @@ type Logger struct {
 	closeErr  error
 }
 
+// Metrics are a Logger's collectors.
+type Metrics struct {
+	Written prometheus.Counter
+	Dropped prometheus.Counter
+}
+
+// NewMetrics registers a Logger's collectors on reg (nil: unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	return &Metrics{
+		Written: metrics.NewCounter(reg, metrics.DecisionLogWritten),
+		Dropped: metrics.NewCounter(reg, metrics.DecisionLogDropped),
+	}
+}
+
 // New starts a logger writing to w. m may be nil.
-func New(w zapcore.WriteSyncer, m *metrics.Metrics, opts ...Option) *Logger {
+func New(w zapcore.WriteSyncer, m *Metrics, opts ...Option) *Logger {
 	o := options{queueSize: DefaultQueueSize}
 	for _, opt := range opts {
 		opt(&o)
@@ -123,7 +138,7 @@ func New(w zapcore.WriteSyncer, m *metrics.Metrics, opts ...Option) *Logger {
 // Open starts a logger writing to path: "", "-" or "stdout" mean standard
 // output, "stderr" standard error, anything else a file opened for
 // appending (created with mode 0640). Close closes the file.
-func Open(path string, m *metrics.Metrics, opts ...Option) (*Logger, error) {
+func Open(path string, m *Metrics, opts ...Option) (*Logger, error) {
 	switch path {
 	case "", "-", "stdout":
 		return New(unsynced{os.Stdout}, m, opts...), nil
@@ -211,7 +226,7 @@ func (l *Logger) drain() {
 			continue
 		}
 		if l.m != nil {
-			l.m.DecisionLogLine.Inc()
+			l.m.Written.Inc()
 		}
 	}
 }
@@ -240,7 +255,7 @@ func (l *Logger) writeLine(d *yesguardv1.Decision) error {
 
 func (l *Logger) dropped(n int) {
 	if l.m != nil {
-		l.m.DecisionLogDrop.Add(float64(n))
+		l.m.Dropped.Add(float64(n))
 	}
 }
 

@@ -18,7 +18,6 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/yesguard/yesguard/metrics"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
 
@@ -107,7 +106,7 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	return m.GetCounter().GetValue()
 }
 
-func newMetrics() *metrics.Metrics { return metrics.New(prometheus.NewRegistry()) }
+func newMetrics() *Metrics { return NewMetrics(prometheus.NewRegistry()) }
 
 func closeLogger(t *testing.T, l *Logger) {
 	t.Helper()
@@ -165,10 +164,10 @@ func TestLineShape(t *testing.T) {
 	if ans["text"] != "no, don't" || ans["first_seq"] != "7" {
 		t.Errorf("decision.evidence.answer = %v", ans)
 	}
-	if got := counterValue(t, m.DecisionLogLine); got != 1 {
+	if got := counterValue(t, m.Written); got != 1 {
 		t.Errorf("lines written = %v, want 1", got)
 	}
-	if got := counterValue(t, m.DecisionLogDrop); got != 0 {
+	if got := counterValue(t, m.Dropped); got != 0 {
 		t.Errorf("dropped = %v, want 0", got)
 	}
 }
@@ -189,7 +188,7 @@ func TestDropsWhenFull(t *testing.T) {
 			t.Fatalf("Write blocked for %s", d)
 		}
 	}
-	if got := counterValue(t, m.DecisionLogDrop); got != 5 {
+	if got := counterValue(t, m.Dropped); got != 5 {
 		t.Errorf("dropped = %v, want 5", got)
 	}
 
@@ -205,7 +204,7 @@ func TestDropsWhenFull(t *testing.T) {
 			t.Errorf("line %d: decision_id = %v, want %v", i, id, want)
 		}
 	}
-	if got := counterValue(t, m.DecisionLogLine); got != 3 {
+	if got := counterValue(t, m.Written); got != 3 {
 		t.Errorf("lines written = %v, want 3", got)
 	}
 }
@@ -228,14 +227,14 @@ func TestCloseFlushesQueue(t *testing.T) {
 	if got := len(w.lines(t)); got != n {
 		t.Errorf("got %d lines after Close, want %d", got, n)
 	}
-	if got := counterValue(t, m.DecisionLogLine); got != n {
+	if got := counterValue(t, m.Written); got != n {
 		t.Errorf("lines written = %v, want %d", got, n)
 	}
 
 	// Closed: further records are dropped and counted, and Close again
 	// returns the first result.
 	l.Write(decision(n))
-	if got := counterValue(t, m.DecisionLogDrop); got != 1 {
+	if got := counterValue(t, m.Dropped); got != 1 {
 		t.Errorf("dropped after close = %v, want 1", got)
 	}
 	closeLogger(t, l)
@@ -263,7 +262,7 @@ func TestCloseBoundedByContext(t *testing.T) {
 	if got := len(w.lines(t)); got != 1 {
 		t.Errorf("got %d lines, want 1", got)
 	}
-	if got := counterValue(t, m.DecisionLogDrop); got != 3 {
+	if got := counterValue(t, m.Dropped); got != 3 {
 		t.Errorf("dropped = %v, want 3", got)
 	}
 	if err2 := l.Close(context.Background()); err2 != err {
@@ -287,8 +286,8 @@ func TestConcurrentWriteAndClose(t *testing.T) {
 	closeLogger(t, l)
 	wg.Wait()
 
-	written := counterValue(t, m.DecisionLogLine)
-	dropped := counterValue(t, m.DecisionLogDrop)
+	written := counterValue(t, m.Written)
+	dropped := counterValue(t, m.Dropped)
 	if written+dropped != 8*200 {
 		t.Errorf("written %v + dropped %v != %d", written, dropped, 8*200)
 	}

@@ -1,5 +1,6 @@
 // Package dedupe keeps the reservations that stop one yes, or one retried
-// call, from running an action twice.
+// call, from running an action twice. A Book is where they are held:
+// Memory keeps them in this process, for one replica.
 //
 // Rules that hold:
 //   - An ALLOW reserves its action key (call, tool, canonical arguments) for
@@ -20,10 +21,48 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/metrics"
 )
+
+// Book holds the reservations, evidence uses and item records of every
+// call. Implementations are safe for concurrent use. An error means the
+// book could not answer (its store is unreachable): the caller must fail
+// closed.
+type Book interface {
+	// Lookup tells, without reserving, what Allow would answer for req
+	// now. It lets a Check skip the wait for the transcript when the
+	// answer is already known. For Duplicate, EvidenceUsed and
+	// QuantityRepeat it returns the reservation of the original decision.
+	Lookup(ctx context.Context, req Request) (Verdict, Reservation, error)
+	// Allow reserves req atomically: OK and a new reservation, or the
+	// verdict that forbids it and the original's reservation. Of any
+	// number of concurrent Allows for one key, exactly one is OK.
+	Allow(ctx context.Context, req Request) (Verdict, Reservation, error)
+	// Complete records the result of an allowed action and returns the
+	// action's key. failed releases the reservation, the evidence use and
+	// the item record. It returns ErrUnknownDecision when decisionID holds
+	// no reservation (never allowed, already failed, or expired) and
+	// ErrAlreadyCompleted when it was already completed successfully.
+	Complete(ctx context.Context, decisionID string, result *structpb.Struct, failed bool) (Key, error)
+}
+
+// Reservation is one allowed action, as a duplicate of it sees it.
+type Reservation interface {
+	// DecisionID is the ALLOW that made the reservation.
+	DecisionID() string
+	// Result returns the completion without waiting: done is false while
+	// the action runs; failed tells a failed completion. The result is
+	// shared by every reader and must not be modified.
+	Result() (result *structpb.Struct, failed, done bool)
+	// Wait blocks until the action completes or ctx ends, and returns
+	// Result then.
+	Wait(ctx context.Context) (result *structpb.Struct, failed, done bool)
+}
+
+var _ Book = (*Memory)(nil)
 
 // ErrUnknownDecision is returned by Complete for a decision id that holds no
 // reservation (never allowed, already failed, or expired).
@@ -91,8 +130,8 @@ func (v Verdict) String() string {
 	return "unknown"
 }
 
-// Reservation is one allowed action.
-type Reservation struct {
+// reservation is one allowed action held in memory.
+type reservation struct {
 	decisionID string
 	key        Key
 	reserved   time.Time
@@ -111,13 +150,13 @@ type Reservation struct {
 }
 
 // DecisionID is the ALLOW that made the reservation.
-func (r *Reservation) DecisionID() string { return r.decisionID }
+func (r *reservation) DecisionID() string { return r.decisionID }
 
 // Wait blocks until the reservation's action completes or ctx ends. done is
 // false when ctx ended first; failed tells a failed completion.
 //
 // The result is shared by every waiter and must not be modified.
-func (r *Reservation) Wait(ctx context.Context) (result *structpb.Struct, failed, done bool) {
+func (r *reservation) Wait(ctx context.Context) (result *structpb.Struct, failed, done bool) {
 	select {
 	case <-r.done:
 		return r.result, r.failed, true
@@ -130,7 +169,7 @@ func (r *Reservation) Wait(ctx context.Context) (result *structpb.Struct, failed
 // Result returns the completion without waiting.
 //
 // The result is shared by every waiter and must not be modified.
-func (r *Reservation) Result() (result *structpb.Struct, failed, done bool) {
+func (r *reservation) Result() (result *structpb.Struct, failed, done bool) {
 	select {
 	case <-r.done:
 		return r.result, r.failed, true
@@ -141,7 +180,7 @@ func (r *Reservation) Result() (result *structpb.Struct, failed, done bool) {
 
 // live reports whether r still reserves its key at now: within its window,
 // or, while not completed, within MaxRunning of the ALLOW.
-func (r *Reservation) live(now time.Time) bool {
+func (r *reservation) live(now time.Time) bool {
 	if now.Before(r.reserved.Add(r.window)) {
 		return true
 	}
@@ -162,7 +201,7 @@ type itemKey struct {
 
 // use is one remembered evidence use or item record.
 type use struct {
-	res   *Reservation
+	res   *reservation
 	until time.Time
 }
 
@@ -173,7 +212,7 @@ const shardCount = 64
 // three checks of one call and their updates happen under one lock.
 type callShard struct {
 	mu       sync.Mutex
-	keys     map[Key]*Reservation
+	keys     map[Key]*reservation
 	evidence map[evidenceKey]use
 	// items holds, per item, the records of every ALLOW still remembered,
 	// oldest first; more than one only when ExplicitQuantity let a repeat
@@ -181,7 +220,7 @@ type callShard struct {
 	items map[itemKey][]use
 	// held is every reservation of this shard that Complete can still
 	// reach; it is the authority on whether a decision id is known.
-	held map[*Reservation]struct{}
+	held map[*reservation]struct{}
 
 	_ [cacheLine]byte // keep neighbouring shards' locks apart
 }
@@ -189,82 +228,85 @@ type callShard struct {
 // indexShard maps decision ids to reservations, for Complete.
 type indexShard struct {
 	mu  sync.Mutex
-	ids map[string]*Reservation
+	ids map[string]*reservation
 
 	_ [cacheLine]byte
 }
 
 const cacheLine = 64
 
-// Book holds every reservation. It is safe for concurrent use.
+// Memory is a Book held in this process: the state of one replica, lost
+// at its restart. It is safe for concurrent use.
 //
 // Lock order: a call shard's lock may be held while taking an index shard's
 // lock, never the reverse.
-type Book struct {
+type Memory struct {
 	seed  maphash.Seed
 	calls [shardCount]callShard
 	index [shardCount]indexShard
 
-	m *metrics.Metrics
-	// Pre-resolved children of m.DedupeHits; nil when m is nil.
-	hitDuplicate, hitEvidence, hitQuantity counter
+	reservations prometheus.Gauge
 }
 
-type counter interface{ Inc() }
-
-// New returns an empty book. m may be nil.
-func New(m *metrics.Metrics) *Book {
-	b := &Book{seed: maphash.MakeSeed(), m: m}
+// NewMemory returns an empty book whose gauge is registered on reg (nil:
+// unregistered).
+func NewMemory(reg prometheus.Registerer) *Memory {
+	b := &Memory{seed: maphash.MakeSeed(), reservations: metrics.NewGauge(reg, metrics.Reservations)}
 	for i := range b.calls {
 		s := &b.calls[i]
-		s.keys = make(map[Key]*Reservation)
+		s.keys = make(map[Key]*reservation)
 		s.evidence = make(map[evidenceKey]use)
 		s.items = make(map[itemKey][]use)
-		s.held = make(map[*Reservation]struct{})
+		s.held = make(map[*reservation]struct{})
 	}
 	for i := range b.index {
-		b.index[i].ids = make(map[string]*Reservation)
-	}
-	if m != nil {
-		b.hitDuplicate = m.DedupeHits.WithLabelValues(metrics.HitDuplicate)
-		b.hitEvidence = m.DedupeHits.WithLabelValues(metrics.HitEvidence)
-		b.hitQuantity = m.DedupeHits.WithLabelValues(metrics.HitQuantity)
+		b.index[i].ids = make(map[string]*reservation)
 	}
 	return b
 }
 
-func (b *Book) callShard(callID string) *callShard {
+func (b *Memory) callShard(callID string) *callShard {
 	return &b.calls[maphash.String(b.seed, callID)&(shardCount-1)]
 }
 
-func (b *Book) indexShard(decisionID string) *indexShard {
+func (b *Memory) indexShard(decisionID string) *indexShard {
 	return &b.index[maphash.String(b.seed, decisionID)&(shardCount-1)]
 }
 
-// Lookup tells, without reserving, what Allow would answer for req now. It
-// lets a Check skip the wait for the transcript when the answer is already
-// known. For Duplicate, EvidenceUsed and QuantityRepeat it returns the
-// reservation of the original decision.
-func (b *Book) Lookup(req Request) (Verdict, *Reservation) {
+// Lookup is Book.Lookup; it never fails.
+func (b *Memory) Lookup(_ context.Context, req Request) (Verdict, Reservation, error) {
 	s := b.callShard(req.Key.CallID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.check(&req)
+	v, r := s.check(&req)
+	return v, reservationOrNil(r), nil
 }
 
-// Allow reserves req atomically: OK and a new reservation, or the verdict
-// that forbids it and the original's reservation.
-func (b *Book) Allow(req Request) (Verdict, *Reservation) {
+// reservationOrNil keeps a nil *reservation from becoming a non-nil
+// Reservation.
+func reservationOrNil(r *reservation) Reservation {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
+// Allow is Book.Allow; it never fails.
+func (b *Memory) Allow(_ context.Context, req Request) (Verdict, Reservation, error) {
+	v, r := b.allow(req)
+	return v, reservationOrNil(r), nil
+}
+
+func (b *Memory) allow(req Request) (Verdict, *reservation) {
 	s := b.callShard(req.Key.CallID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
 	if v, orig := s.check(&req); v != OK {
-		b.countHit(v)
 		return v, orig
 	}
 
-	r := &Reservation{
+	r := &reservation{
 		decisionID: req.DecisionID,
 		key:        req.Key,
 		reserved:   req.Now,
@@ -298,7 +340,7 @@ func (b *Book) Allow(req Request) (Verdict, *Reservation) {
 
 // check runs the three checks of Allow, in order, without changing anything.
 // The shard's lock must be held.
-func (s *callShard) check(req *Request) (Verdict, *Reservation) {
+func (s *callShard) check(req *Request) (Verdict, *reservation) {
 	now := req.Now
 	if r, ok := s.keys[req.Key]; ok && r.live(now) {
 		return Duplicate, r
@@ -320,39 +362,21 @@ func (s *callShard) check(req *Request) (Verdict, *Reservation) {
 	return OK, nil
 }
 
-func (b *Book) countHit(v Verdict) {
-	if b.m == nil {
-		return
-	}
-	switch v {
-	case Duplicate:
-		b.hitDuplicate.Inc()
-	case EvidenceUsed:
-		b.hitEvidence.Inc()
-	case QuantityRepeat:
-		b.hitQuantity.Inc()
+func (b *Memory) gaugeAdd(n int) {
+	if n != 0 {
+		b.reservations.Add(float64(n))
 	}
 }
 
-func (b *Book) gaugeAdd(n int) {
-	if b.m != nil && n != 0 {
-		b.m.Reservations.Add(float64(n))
-	}
-}
-
-// Complete records the result of an allowed action. failed releases the
-// reservation, the evidence use and the item record.
-//
-// It returns ErrUnknownDecision when decisionID holds no reservation (never
-// allowed, already failed, or swept) and ErrAlreadyCompleted when it was
-// already completed successfully.
-func (b *Book) Complete(decisionID string, result *structpb.Struct, failed bool) error {
+// Complete is Book.Complete; it fails only with ErrUnknownDecision (also
+// for a swept reservation) and ErrAlreadyCompleted.
+func (b *Memory) Complete(_ context.Context, decisionID string, result *structpb.Struct, failed bool) (Key, error) {
 	is := b.indexShard(decisionID)
 	is.mu.Lock()
 	r := is.ids[decisionID]
 	is.mu.Unlock()
 	if r == nil {
-		return ErrUnknownDecision
+		return Key{}, ErrUnknownDecision
 	}
 
 	s := b.callShard(r.key.CallID)
@@ -360,10 +384,10 @@ func (b *Book) Complete(decisionID string, result *structpb.Struct, failed bool)
 	defer s.mu.Unlock()
 	if _, ok := s.held[r]; !ok {
 		// Failed or swept between the index read and now.
-		return ErrUnknownDecision
+		return Key{}, ErrUnknownDecision
 	}
 	if r.completed {
-		return ErrAlreadyCompleted
+		return r.key, ErrAlreadyCompleted
 	}
 	r.completed = true
 	if failed {
@@ -377,12 +401,12 @@ func (b *Book) Complete(decisionID string, result *structpb.Struct, failed bool)
 		s.release(r)
 		b.drop(s, r)
 	}
-	return nil
+	return r.key, nil
 }
 
 // release removes what r reserved and recorded, where r's entry is still
 // the one held. The shard's lock must be held.
-func (s *callShard) release(r *Reservation) {
+func (s *callShard) release(r *reservation) {
 	if s.keys[r.key] == r {
 		delete(s.keys, r.key)
 	}
@@ -408,7 +432,7 @@ func (s *callShard) release(r *Reservation) {
 
 // drop forgets r: it leaves the shard's held set and the decision index.
 // The call shard's lock must be held.
-func (b *Book) drop(s *callShard, r *Reservation) {
+func (b *Memory) drop(s *callShard, r *reservation) {
 	delete(s.held, r)
 	b.gaugeAdd(-1)
 	is := b.indexShard(r.decisionID)
@@ -451,7 +475,7 @@ func setUses(m map[itemKey][]use, k itemKey, old, kept []use) {
 // older than MaxRunning), evidence uses older than their TTL, and item
 // records older than their window. A dropped reservation is no longer known
 // to Complete.
-func (b *Book) Sweep(now time.Time) int {
+func (b *Memory) Sweep(now time.Time) int {
 	n := 0
 	for i := range b.calls {
 		s := &b.calls[i]

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/yesguard/yesguard/metrics"
 )
 
 // benchKeys is how many distinct keys a benchmark cycles through. With one
@@ -51,13 +49,13 @@ func benchRequest(s *benchSet, call string, i int64, now time.Time) Request {
 // BenchmarkAllow measures one OK Allow, with metrics, on an uncontended book
 // holding about MaxRunning worth of reservations; sweeps are included.
 func BenchmarkAllow(b *testing.B) {
-	book := New(metrics.New(prometheus.NewRegistry()))
+	book := NewMemory(prometheus.NewRegistry())
 	set := newBenchSet("d")
 	b.ReportAllocs()
 	var i int64
 	for b.Loop() {
 		now := t0.Add(time.Duration(i) * time.Second)
-		if v, _ := book.Allow(benchRequest(&set, "call-1", i, now)); v != OK {
+		if v, _, _ := book.Allow(bg, benchRequest(&set, "call-1", i, now)); v != OK {
 			b.Fatalf("Allow %d = %v", i, v)
 		}
 		if i%benchKeys == benchKeys-1 {
@@ -70,7 +68,7 @@ func BenchmarkAllow(b *testing.B) {
 // BenchmarkAllowParallel measures OK Allows from many goroutines, each its
 // own call, so contention is that of the shards.
 func BenchmarkAllowParallel(b *testing.B) {
-	book := New(metrics.New(prometheus.NewRegistry()))
+	book := NewMemory(prometheus.NewRegistry())
 	var worker, clock atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -82,7 +80,7 @@ func BenchmarkAllowParallel(b *testing.B) {
 			// One simulated second per Allow on a clock shared by all
 			// goroutines, so Sweep expires everyone's reservations.
 			now := t0.Add(time.Duration(clock.Add(1)) * time.Second)
-			if v, _ := book.Allow(benchRequest(&set, call, i, now)); v != OK {
+			if v, _, _ := book.Allow(bg, benchRequest(&set, call, i, now)); v != OK {
 				b.Errorf("Allow %s %d = %v", call, i, v)
 				return
 			}

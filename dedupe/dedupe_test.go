@@ -13,8 +13,6 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
-
-	"github.com/yesguard/yesguard/metrics"
 )
 
 func TestMain(m *testing.M) {
@@ -48,9 +46,9 @@ func withTurn(r Request, turn uint64) Request { r.TurnID = turn; return r }
 func withItem(r Request, item string) Request { r.Item = item; return r }
 func explicit(r Request) Request              { r.ExplicitQuantity = true; return r }
 
-func mustAllow(t testing.TB, b *Book, r Request) *Reservation {
+func mustAllow(t testing.TB, b *Memory, r Request) Reservation {
 	t.Helper()
-	v, res := b.Allow(r)
+	v, res, _ := b.Allow(bg, r)
 	if v != OK {
 		t.Fatalf("Allow(%s) = %v, want ok", r.DecisionID, v)
 	}
@@ -60,9 +58,9 @@ func mustAllow(t testing.TB, b *Book, r Request) *Reservation {
 	return res
 }
 
-func mustComplete(t testing.TB, b *Book, id string, result *structpb.Struct, failed bool) {
+func mustComplete(t testing.TB, b *Memory, id string, result *structpb.Struct, failed bool) {
 	t.Helper()
-	if err := b.Complete(id, result, failed); err != nil {
+	if _, err := b.Complete(bg, id, result, failed); err != nil {
 		t.Fatalf("Complete(%s) = %v", id, err)
 	}
 }
@@ -140,7 +138,7 @@ func TestVerdicts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := New(nil)
+			b := NewMemory(nil)
 			for _, p := range tc.priors {
 				mustAllow(t, b, p.req)
 				switch p.complete {
@@ -153,10 +151,10 @@ func TestVerdicts(t *testing.T) {
 
 			// Lookup answers as Allow will, and reserves nothing.
 			for range 2 {
-				v, res := b.Lookup(tc.req)
+				v, res, _ := b.Lookup(bg, tc.req)
 				checkVerdict(t, "Lookup", v, res, tc.want, tc.orig)
 			}
-			v, res := b.Allow(tc.req)
+			v, res, _ := b.Allow(bg, tc.req)
 			checkVerdict(t, "Allow", v, res, tc.want, tc.orig)
 			if v == OK && res.DecisionID() != tc.req.DecisionID {
 				t.Fatalf("Allow OK reservation id = %q, want %q", res.DecisionID(), tc.req.DecisionID)
@@ -165,7 +163,7 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
-func checkVerdict(t *testing.T, op string, v Verdict, res *Reservation, want Verdict, orig string) {
+func checkVerdict(t *testing.T, op string, v Verdict, res Reservation, want Verdict, orig string) {
 	t.Helper()
 	if v != want {
 		t.Fatalf("%s = %v, want %v", op, v, want)
@@ -182,21 +180,21 @@ func checkVerdict(t *testing.T, op string, v Verdict, res *Reservation, want Ver
 }
 
 func TestAllowReservesAfterOK(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 	r := withItem(withTurn(rq("d1", "c1", "book", "h1", 0), 3), "milk")
 	mustAllow(t, b, r)
 
 	r2 := r
 	r2.DecisionID = "d2"
-	if v, res := b.Allow(r2); v != Duplicate || res.DecisionID() != "d1" {
+	if v, res, _ := b.Allow(bg, r2); v != Duplicate || res.DecisionID() != "d1" {
 		t.Fatalf("second Allow = %v %v", v, res)
 	}
 	r2.Key.ArgsHash = "h2"
-	if v, res := b.Allow(r2); v != EvidenceUsed || res.DecisionID() != "d1" {
+	if v, res, _ := b.Allow(bg, r2); v != EvidenceUsed || res.DecisionID() != "d1" {
 		t.Fatalf("other args = %v %v", v, res)
 	}
 	r2.TurnID = 4
-	if v, res := b.Allow(r2); v != QuantityRepeat || res.DecisionID() != "d1" {
+	if v, res, _ := b.Allow(bg, r2); v != QuantityRepeat || res.DecisionID() != "d1" {
 		t.Fatalf("other turn = %v %v", v, res)
 	}
 	r2.ExplicitQuantity = true
@@ -215,13 +213,13 @@ func TestVerdictString(t *testing.T) {
 }
 
 func TestCompleteResultReachesDuplicates(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 	orig := mustAllow(t, b, rq("d1", "c1", "book", "h1", 0))
 	if _, _, done := orig.Result(); done {
 		t.Fatal("Result done before Complete")
 	}
 
-	_, dup := b.Allow(rq("d2", "c1", "book", "h1", time.Second))
+	_, dup, _ := b.Allow(bg, rq("d2", "c1", "book", "h1", time.Second))
 	if dup != orig {
 		t.Fatal("duplicate did not return the original reservation")
 	}
@@ -244,7 +242,7 @@ func TestCompleteResultReachesDuplicates(t *testing.T) {
 	}
 
 	// A later duplicate within the window still gets it.
-	v, later := b.Allow(rq("d3", "c1", "book", "h1", window-time.Second))
+	v, later, _ := b.Allow(bg, rq("d3", "c1", "book", "h1", window-time.Second))
 	if v != Duplicate {
 		t.Fatalf("later = %v", v)
 	}
@@ -256,9 +254,9 @@ func TestCompleteResultReachesDuplicates(t *testing.T) {
 func TestWaitWokenByComplete(t *testing.T) {
 	for _, failed := range []bool{false, true} {
 		t.Run(fmt.Sprint("failed=", failed), func(t *testing.T) {
-			b := New(nil)
+			b := NewMemory(nil)
 			mustAllow(t, b, rq("d1", "c1", "book", "h1", 0))
-			_, dup := b.Allow(rq("d2", "c1", "book", "h1", time.Second))
+			_, dup, _ := b.Allow(bg, rq("d2", "c1", "book", "h1", time.Second))
 
 			type out struct {
 				result       *structpb.Struct
@@ -309,7 +307,7 @@ func TestWaitWokenByComplete(t *testing.T) {
 }
 
 func TestWaitContextEnds(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 	res := mustAllow(t, b, rq("d1", "c1", "book", "h1", 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -325,7 +323,7 @@ func TestWaitContextEnds(t *testing.T) {
 }
 
 func TestFailedCompletionReleasesAll(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 	req := withItem(withTurn(rq("d1", "c1", "book", "h1", 0), 9), "milk")
 	res := mustAllow(t, b, req)
 	mustComplete(t, b, "d1", nil, true)
@@ -341,7 +339,7 @@ func TestFailedCompletionReleasesAll(t *testing.T) {
 		withItem(rq("x", "c1", "book", "h3", time.Second), "milk"),
 		rq("x", "c1", "book", "h1", time.Second),
 	} {
-		if v, _ := b.Lookup(r); v != OK {
+		if v, _, _ := b.Lookup(bg, r); v != OK {
 			t.Fatalf("Lookup %+v after failure = %v", r, v)
 		}
 	}
@@ -350,10 +348,10 @@ func TestFailedCompletionReleasesAll(t *testing.T) {
 	mustAllow(t, b, req)
 
 	// The failed decision is gone.
-	if err := b.Complete("d1", nil, false); !errors.Is(err, ErrUnknownDecision) {
+	if _, err := b.Complete(bg, "d1", nil, false); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("Complete after failure = %v, want ErrUnknownDecision", err)
 	}
-	if err := b.Complete("d1", nil, true); !errors.Is(err, ErrUnknownDecision) {
+	if _, err := b.Complete(bg, "d1", nil, true); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("second failure = %v, want ErrUnknownDecision", err)
 	}
 	// And the retry is intact.
@@ -361,14 +359,14 @@ func TestFailedCompletionReleasesAll(t *testing.T) {
 }
 
 func TestFailedCompletionReleasesOnlyItsOwn(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 
 	// Item: an explicit repeat that fails leaves the first record.
 	mustAllow(t, b, withItem(rq("d1", "c1", "order", "h1", 0), "milk"))
 	mustComplete(t, b, "d1", nil, false)
 	mustAllow(t, b, explicit(withItem(rq("d2", "c1", "order", "h2", time.Second), "milk")))
 	mustComplete(t, b, "d2", nil, true)
-	if v, res := b.Lookup(withItem(rq("d3", "c1", "order", "h3", 2*time.Second), "milk")); v != QuantityRepeat || res.DecisionID() != "d1" {
+	if v, res, _ := b.Lookup(bg, withItem(rq("d3", "c1", "order", "h3", 2*time.Second), "milk")); v != QuantityRepeat || res.DecisionID() != "d1" {
 		t.Fatalf("item after failed repeat = %v %v, want quantity repeat of d1", v, res)
 	}
 
@@ -377,7 +375,7 @@ func TestFailedCompletionReleasesOnlyItsOwn(t *testing.T) {
 	mustAllow(t, b, rq("k1", "c2", "book", "h1", 0))
 	mustAllow(t, b, rq("k2", "c2", "book", "h1", MaxRunning))
 	mustComplete(t, b, "k1", nil, true)
-	if v, res := b.Lookup(rq("k3", "c2", "book", "h1", MaxRunning+time.Second)); v != Duplicate || res.DecisionID() != "k2" {
+	if v, res, _ := b.Lookup(bg, rq("k3", "c2", "book", "h1", MaxRunning+time.Second)); v != Duplicate || res.DecisionID() != "k2" {
 		t.Fatalf("key after late failure = %v %v, want duplicate of k2", v, res)
 	}
 
@@ -385,20 +383,20 @@ func TestFailedCompletionReleasesOnlyItsOwn(t *testing.T) {
 	mustAllow(t, b, withTurn(rq("e1", "c3", "book", "h1", 0), 1))
 	mustComplete(t, b, "e1", nil, false)
 	mustAllow(t, b, withTurn(rq("e2", "c3", "book", "h2", evidenceTTL), 1))
-	if err := b.Complete("e1", nil, true); !errors.Is(err, ErrAlreadyCompleted) {
+	if _, err := b.Complete(bg, "e1", nil, true); !errors.Is(err, ErrAlreadyCompleted) {
 		t.Fatalf("failing a completed decision = %v, want ErrAlreadyCompleted", err)
 	}
-	if v, res := b.Lookup(withTurn(rq("e3", "c3", "book", "h3", evidenceTTL+time.Second), 1)); v != EvidenceUsed || res.DecisionID() != "e2" {
+	if v, res, _ := b.Lookup(bg, withTurn(rq("e3", "c3", "book", "h3", evidenceTTL+time.Second), 1)); v != EvidenceUsed || res.DecisionID() != "e2" {
 		t.Fatalf("evidence = %v %v, want evidence used by e2", v, res)
 	}
 }
 
 func TestCompleteErrors(t *testing.T) {
-	b := New(nil)
-	if err := b.Complete("never", nil, false); !errors.Is(err, ErrUnknownDecision) {
+	b := NewMemory(nil)
+	if _, err := b.Complete(bg, "never", nil, false); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("unknown = %v", err)
 	}
-	if err := b.Complete("never", nil, true); !errors.Is(err, ErrUnknownDecision) {
+	if _, err := b.Complete(bg, "never", nil, true); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("unknown failed = %v", err)
 	}
 
@@ -406,23 +404,23 @@ func TestCompleteErrors(t *testing.T) {
 	first, _ := structpb.NewStruct(map[string]any{"n": 1})
 	mustComplete(t, b, "d1", first, false)
 	second, _ := structpb.NewStruct(map[string]any{"n": 2})
-	if err := b.Complete("d1", second, false); !errors.Is(err, ErrAlreadyCompleted) {
+	if _, err := b.Complete(bg, "d1", second, false); !errors.Is(err, ErrAlreadyCompleted) {
 		t.Fatalf("second ok Complete = %v, want ErrAlreadyCompleted", err)
 	}
-	if err := b.Complete("d1", nil, true); !errors.Is(err, ErrAlreadyCompleted) {
+	if _, err := b.Complete(bg, "d1", nil, true); !errors.Is(err, ErrAlreadyCompleted) {
 		t.Fatalf("failed after ok = %v, want ErrAlreadyCompleted", err)
 	}
 	if r, f, d := res.Result(); !d || f || !proto.Equal(r, first) {
 		t.Fatalf("Result = %v %v %v, want the first result", r, f, d)
 	}
 	// A failure after success released nothing.
-	if v, _ := b.Lookup(rq("d2", "c1", "book", "h1", time.Second)); v != Duplicate {
+	if v, _, _ := b.Lookup(bg, rq("d2", "c1", "book", "h1", time.Second)); v != Duplicate {
 		t.Fatalf("key after rejected failure = %v", v)
 	}
 }
 
 func TestSweep(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 	// Completed, with evidence and item.
 	mustAllow(t, b, withItem(withTurn(rq("d1", "c1", "order", "h1", 0), 1), "milk"))
 	mustComplete(t, b, "d1", nil, false)
@@ -439,13 +437,13 @@ func TestSweep(t *testing.T) {
 	if n := b.Sweep(t0.Add(window)); n != 2 {
 		t.Fatalf("Sweep at window = %d, want 2", n)
 	}
-	if err := b.Complete("d3", nil, false); !errors.Is(err, ErrUnknownDecision) {
+	if _, err := b.Complete(bg, "d3", nil, false); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("Complete swept = %v, want ErrUnknownDecision", err)
 	}
-	if v, _ := b.Lookup(withTurn(rq("x", "c1", "order", "h2", window), 1)); v != EvidenceUsed {
+	if v, _, _ := b.Lookup(bg, withTurn(rq("x", "c1", "order", "h2", window), 1)); v != EvidenceUsed {
 		t.Fatalf("evidence after reservation swept = %v", v)
 	}
-	if v, _ := b.Lookup(withItem(rq("x", "c1", "order", "h2", window), "milk")); v != QuantityRepeat {
+	if v, _, _ := b.Lookup(bg, withItem(rq("x", "c1", "order", "h2", window), "milk")); v != QuantityRepeat {
 		t.Fatalf("item after reservation swept = %v", v)
 	}
 	// Item window ends.
@@ -456,14 +454,14 @@ func TestSweep(t *testing.T) {
 	if n := b.Sweep(t0.Add(evidenceTTL)); n != 1 {
 		t.Fatalf("Sweep at evidence TTL = %d, want 1", n)
 	}
-	if v, _ := b.Lookup(rq("x", "c2", "book", "h1", evidenceTTL)); v != Duplicate {
+	if v, _, _ := b.Lookup(bg, rq("x", "c2", "book", "h1", evidenceTTL)); v != Duplicate {
 		t.Fatalf("running reservation after sweeps = %v", v)
 	}
 	// Running cap ends.
 	if n := b.Sweep(t0.Add(MaxRunning)); n != 1 {
 		t.Fatalf("Sweep at running cap = %d, want 1", n)
 	}
-	if err := b.Complete("d2", nil, false); !errors.Is(err, ErrUnknownDecision) {
+	if _, err := b.Complete(bg, "d2", nil, false); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("Complete after cap = %v, want ErrUnknownDecision", err)
 	}
 	if n := b.Sweep(t0.Add(24 * time.Hour)); n != 0 {
@@ -473,7 +471,7 @@ func TestSweep(t *testing.T) {
 }
 
 func TestSweepReplacedReservation(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 	// k1 runs past the cap and is replaced in the key map by k2; both
 	// are held until their own expiry.
 	mustAllow(t, b, rq("k1", "c1", "book", "h1", 0))
@@ -482,7 +480,7 @@ func TestSweepReplacedReservation(t *testing.T) {
 	if n := b.Sweep(t0.Add(MaxRunning)); n != 1 {
 		t.Fatalf("Sweep = %d, want 1 (k1)", n)
 	}
-	if v, res := b.Lookup(rq("x", "c1", "book", "h1", MaxRunning+time.Second)); v != Duplicate || res.DecisionID() != "k2" {
+	if v, res, _ := b.Lookup(bg, rq("x", "c1", "book", "h1", MaxRunning+time.Second)); v != Duplicate || res.DecisionID() != "k2" {
 		t.Fatalf("after sweeping the replaced one = %v %v", v, res)
 	}
 	if n := b.Sweep(t0.Add(MaxRunning + window)); n != 1 {
@@ -492,7 +490,7 @@ func TestSweepReplacedReservation(t *testing.T) {
 }
 
 func TestSweepKeepsNewerItemRecords(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 	mustAllow(t, b, withItem(rq("d1", "c1", "order", "h1", 0), "milk"))
 	mustAllow(t, b, explicit(withItem(rq("d2", "c1", "order", "h2", time.Minute), "milk")))
 	mustComplete(t, b, "d1", nil, false)
@@ -501,7 +499,7 @@ func TestSweepKeepsNewerItemRecords(t *testing.T) {
 	if n := b.Sweep(t0.Add(itemWindow)); n != 3 {
 		t.Fatalf("Sweep = %d, want 3", n)
 	}
-	if v, res := b.Lookup(withItem(rq("x", "c1", "order", "h3", itemWindow), "milk")); v != QuantityRepeat || res.DecisionID() != "d2" {
+	if v, res, _ := b.Lookup(bg, withItem(rq("x", "c1", "order", "h3", itemWindow), "milk")); v != QuantityRepeat || res.DecisionID() != "d2" {
 		t.Fatalf("after sweep = %v %v", v, res)
 	}
 	if n := b.Sweep(t0.Add(time.Minute + itemWindow)); n != 1 {
@@ -511,7 +509,7 @@ func TestSweepKeepsNewerItemRecords(t *testing.T) {
 }
 
 // checkEmpty asserts that b holds nothing at all.
-func checkEmpty(t *testing.T, b *Book) {
+func checkEmpty(t *testing.T, b *Memory) {
 	t.Helper()
 	for i := range b.calls {
 		s := &b.calls[i]
@@ -535,16 +533,16 @@ func checkEmpty(t *testing.T, b *Book) {
 
 // race runs n goroutines that each call Allow with reqs[i] as close to
 // together as a start barrier allows, and returns the verdicts.
-func race(t *testing.T, b *Book, reqs []Request) ([]Verdict, []*Reservation) {
+func race(t *testing.T, b *Memory, reqs []Request) ([]Verdict, []Reservation) {
 	t.Helper()
 	verdicts := make([]Verdict, len(reqs))
-	ress := make([]*Reservation, len(reqs))
+	ress := make([]Reservation, len(reqs))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range reqs {
 		wg.Go(func() {
 			<-start
-			verdicts[i], ress[i] = b.Allow(reqs[i])
+			verdicts[i], ress[i], _ = b.Allow(bg, reqs[i])
 		})
 	}
 	close(start)
@@ -552,9 +550,9 @@ func race(t *testing.T, b *Book, reqs []Request) ([]Verdict, []*Reservation) {
 	return verdicts, ress
 }
 
-func checkOneOK(t *testing.T, verdicts []Verdict, ress []*Reservation, refused Verdict) {
+func checkOneOK(t *testing.T, verdicts []Verdict, ress []Reservation, refused Verdict) {
 	t.Helper()
-	var winner *Reservation
+	var winner Reservation
 	oks := 0
 	for i, v := range verdicts {
 		if v == OK {
@@ -579,7 +577,7 @@ func checkOneOK(t *testing.T, verdicts []Verdict, ress []*Reservation, refused V
 }
 
 func TestConcurrentSameKeyOneOK(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 	reqs := make([]Request, 100)
 	for i := range reqs {
 		reqs[i] = rq(fmt.Sprint("d", i), "c1", "book", "h1", 0)
@@ -589,7 +587,7 @@ func TestConcurrentSameKeyOneOK(t *testing.T) {
 }
 
 func TestConcurrentSameTurnOneOK(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 	reqs := make([]Request, 100)
 	for i := range reqs {
 		reqs[i] = withTurn(rq(fmt.Sprint("d", i), "c1", "book", fmt.Sprint("h", i), 0), 42)
@@ -599,7 +597,7 @@ func TestConcurrentSameTurnOneOK(t *testing.T) {
 }
 
 func TestConcurrentSameItemOneOK(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 	reqs := make([]Request, 100)
 	for i := range reqs {
 		reqs[i] = withItem(rq(fmt.Sprint("d", i), "c1", "order", fmt.Sprint("h", i), 0), "milk")
@@ -611,8 +609,7 @@ func TestConcurrentSameItemOneOK(t *testing.T) {
 // TestConcurrentMixed drives every operation at once for the race detector
 // and checks the book is consistent afterwards.
 func TestConcurrentMixed(t *testing.T) {
-	m := metrics.New(prometheus.NewRegistry())
-	b := New(m)
+	b := NewMemory(prometheus.NewRegistry())
 	const workers, per = 8, 200
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -623,10 +620,10 @@ func TestConcurrentMixed(t *testing.T) {
 				at := time.Duration(i) * time.Second
 				r := withItem(withTurn(rq(fmt.Sprint(w, "-", i), fmt.Sprint("c", i%5), "book", fmt.Sprint("h", i%7), at), uint64(i%3+1)), fmt.Sprint("item", i%4))
 				r.ExplicitQuantity = i%2 == 0
-				b.Lookup(r)
-				v, res := b.Allow(r)
+				b.Lookup(bg, r)
+				v, res, _ := b.Allow(bg, r)
 				if v == OK {
-					_ = b.Complete(r.DecisionID, nil, i%3 == 0)
+					_, _ = b.Complete(bg, r.DecisionID, nil, i%3 == 0)
 					res.Wait(ctx)
 				} else {
 					res.Result()
@@ -640,44 +637,30 @@ func TestConcurrentMixed(t *testing.T) {
 	wg.Wait()
 	b.Sweep(t0.Add(24 * time.Hour))
 	checkEmpty(t, b)
-	if g := toFloat64(t, m.Reservations); g != 0 {
+	if g := toFloat64(t, b.reservations); g != 0 {
 		t.Fatalf("reservations gauge = %v after full sweep", g)
 	}
 }
 
-func TestMetrics(t *testing.T) {
-	m := metrics.New(prometheus.NewRegistry())
-	b := New(m)
-	hits := func(kind string) float64 { return toFloat64(t, m.DedupeHits.WithLabelValues(kind)) }
-	gauge := func() float64 { return toFloat64(t, m.Reservations) }
+// TestReservationsGauge follows the gauge through refusals, a failure, a
+// success and a sweep. (Hits are counted by the service, from the
+// decisions.)
+func TestReservationsGauge(t *testing.T) {
+	b := NewMemory(prometheus.NewRegistry())
+	gauge := func() float64 { return toFloat64(t, b.reservations) }
 
 	mustAllow(t, b, withItem(withTurn(rq("d1", "c1", "order", "h1", 0), 1), "milk"))
 	mustAllow(t, b, rq("d2", "c2", "book", "h1", 0))
 	if g := gauge(); g != 2 {
 		t.Fatalf("gauge = %v, want 2", g)
 	}
-
-	dup := rq("x", "c1", "order", "h1", time.Second)
-	ev := withTurn(rq("x", "c1", "order", "h2", time.Second), 1)
-	qty := withItem(rq("x", "c1", "order", "h3", time.Second), "milk")
-
-	// Lookup counts nothing.
-	for _, r := range []Request{dup, ev, qty} {
-		b.Lookup(r)
-	}
-	for _, k := range []string{"duplicate", "evidence", "quantity"} {
-		if h := hits(k); h != 0 {
-			t.Fatalf("%s hits after Lookup = %v", k, h)
-		}
-	}
-
-	b.Allow(dup)
-	b.Allow(dup)
-	b.Allow(ev)
-	b.Allow(qty)
-	for k, want := range map[string]float64{"duplicate": 2, "evidence": 1, "quantity": 1} {
-		if h := hits(k); h != want {
-			t.Fatalf("%s hits = %v, want %v", k, h, want)
+	for _, r := range []Request{
+		rq("x", "c1", "order", "h1", time.Second),
+		withTurn(rq("x", "c1", "order", "h2", time.Second), 1),
+		withItem(rq("x", "c1", "order", "h3", time.Second), "milk"),
+	} {
+		if v, _, _ := b.Allow(bg, r); v == OK {
+			t.Fatalf("Allow(%+v) = ok, want a repeat", r)
 		}
 	}
 	if g := gauge(); g != 2 {
@@ -699,9 +682,9 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestNilMetrics(t *testing.T) {
-	b := New(nil)
+	b := NewMemory(nil)
 	mustAllow(t, b, rq("d1", "c1", "book", "h1", 0))
-	b.Allow(rq("d2", "c1", "book", "h1", 0))
+	b.Allow(bg, rq("d2", "c1", "book", "h1", 0))
 	mustComplete(t, b, "d1", nil, true)
 	b.Sweep(t0.Add(time.Hour))
 }
@@ -736,3 +719,6 @@ func toFloat64(t testing.TB, c prometheus.Collector) float64 {
 	t.Fatalf("collector is neither gauge nor counter")
 	return 0
 }
+
+// bg is the context of calls that a memory book never blocks on.
+var bg = context.Background()

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/dedupe"
-	"github.com/yesguard/yesguard/metrics"
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
@@ -87,7 +86,7 @@ func runCorpus(t *testing.T, path string, locs *patterns.Set) {
 		t.Errorf("%s: %d dialogues, want at least 60", path, len(c.Dialogues))
 	}
 	g, store := corpusGuard(t, path, c, locs)
-	n := judgeAll(t, path, c, g, store, c.Lang, func(i int, d dialogue, resp *yesguardv1.CheckResponse) string {
+	n := judgeAll(t, path, c, g, store, c.Lang, func(i int, d dialogue, resp *Verdict) string {
 		return fmt.Sprintf("#%d %q: got %s/%s (%s)", i, d.Name, resp.GetOutcome(), resp.GetReason(), resp.GetEvidence().GetDetail())
 	})
 	yes, no, falseAccepts, falseRefusals, wrongReason, failures := n.yes, n.no, n.falseAccepts, n.falseRefusals, n.reasonMisses, n.failures
@@ -123,7 +122,7 @@ func (n tally) refusalRate() float64 {
 
 // judgeAll plays each dialogue of c through g and tallies the outcomes;
 // describe words a dialogue's failure.
-func judgeAll(t *testing.T, path string, c corpusFile, g *Guard, store *transcript.Store, callPrefix string, describe func(int, dialogue, *yesguardv1.CheckResponse) string) tally {
+func judgeAll(t *testing.T, path string, c corpusFile, g *Guard, store *transcript.Store, callPrefix string, describe func(int, dialogue, *Verdict) string) tally {
 	t.Helper()
 	var n tally
 	for i, d := range c.Dialogues {
@@ -189,7 +188,7 @@ func corpusGuard(t *testing.T, path string, c corpusFile, locs *patterns.Set) (*
 		t.Fatalf("%s: tools: %v", path, err)
 	}
 	store := transcript.NewStore(transcript.Limits{}, nil)
-	g, err := New(Config{Policy: pol, Locales: locs, Store: store, Book: dedupe.New(nil), Metrics: metrics.New(nil)})
+	g, err := New(Config{Policy: pol, Locales: locs, Store: store, Book: dedupe.NewMemory(nil)})
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -198,7 +197,7 @@ func corpusGuard(t *testing.T, path string, c corpusFile, locs *patterns.Set) (*
 
 // playDialogue applies the dialogue's turns to the store and checks its
 // tool; with Race, the last turn lands after the Check has started.
-func playDialogue(t *testing.T, g *Guard, store *transcript.Store, call, lang string, d dialogue) (*yesguardv1.CheckResponse, error) {
+func playDialogue(t *testing.T, g *Guard, store *transcript.Store, call, lang string, d dialogue) (*Verdict, error) {
 	turns := d.Turns
 	var late *corpusTurn
 	if d.Race && len(turns) > 0 {
@@ -234,18 +233,17 @@ func playDialogue(t *testing.T, g *Guard, store *transcript.Store, call, lang st
 	if err != nil {
 		return nil, err
 	}
-	req := &yesguardv1.CheckRequest{CallId: call, Tool: d.Tool, Args: args}
+	req := Request{CallID: call, Tool: d.Tool, Args: args}
 	if late == nil {
-		return g.Check(context.Background(), req)
+		return g.Check(context.Background(), req), nil
 	}
 	type res struct {
-		r   *yesguardv1.CheckResponse
+		r   *Verdict
 		err error
 	}
 	ch := make(chan res, 1)
 	go func() {
-		r, err := g.Check(context.Background(), req)
-		ch <- res{r, err}
+		ch <- res{g.Check(context.Background(), req), nil}
 	}()
 	time.Sleep(20 * time.Millisecond) // the transcript lags the tool call
 	if err := apply(*late); err != nil {

@@ -121,7 +121,7 @@ func FuzzValidToolName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		if got, want := validToolName(name), toolNameRE.MatchString(name); got != want {
+		if got, want := ValidToolName(name), toolNameRE.MatchString(name); got != want {
 			t.Fatalf("validToolName(%q) = %v, the regexp says %v", name, got, want)
 		}
 	})

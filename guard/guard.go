@@ -1,25 +1,35 @@
-// Package guard judges whether a tool call rests on a plain yes the caller
-// gave. It serves the yesguard.v1.Guard gRPC service: Check waits a bounded
-// time for the caller's current turn, applies the rules (latest words, plain
-// yes, a question or confirm request, about this action), consults the
-// dedupe book, and writes one decision record per Check.
+// Package guard is yesguard's engine: it judges whether a tool call rests
+// on a plain yes the caller gave. Check waits a bounded time for the
+// caller's current turn, applies the rules (latest words, plain yes, a
+// question or confirm request, about this action), reserves the action
+// through the dedupe book, and returns a Verdict: the outcome, the reason,
+// the evidence, the message for the model, the original decision of a
+// repeat, the caller turn used and the time waited.
+//
+// The engine knows nothing of gRPC, request validation, decision records or
+// the labels of metrics: package service serves it as yesguard.v1.Guard.
+// It can be driven in process with no NATS and no gRPC (a transcript Store
+// fed directly and a memory book), under the same timing rules.
 //
 // Rules that hold:
-//   - Fail closed: an unknown call, a down transcript feed, a timeout, an
-//     unsupported language or an internal fault refuses the action, with a
-//     reason and a message telling the model what to do next.
-//   - Every Check that passes validation produces exactly one decision
-//     record, written to the decision sink and kept for ListDecisions, even
-//     when its caller has gone away.
-//   - Waiting is woken by transcript changes, never by polling, and never
-//     outlasts the policy's wait or the caller's deadline.
+//   - Fail closed: an unknown call, a down or incomplete transcript feed, a
+//     timeout, an unsupported language, a book that does not answer or an
+//     internal fault (a panic included) refuses the action, with a reason
+//     and a message telling the model what to do next. Check always
+//     returns a verdict.
+//   - Waiting is woken by transcript changes and by the book, never by
+//     polling, and never outlasts the policy's wait or the caller's
+//     deadline. A duplicate of a running original answers well before the
+//     deadline, saying that the original still runs.
 package guard
 
 import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/dedupe"
 	"github.com/yesguard/yesguard/metrics"
@@ -28,44 +38,209 @@ import (
 	"github.com/yesguard/yesguard/transcript"
 )
 
-var _ yesguardv1.GuardServer = (*Guard)(nil)
+// FeedState is what the transcript feed can promise at a moment.
+type FeedState int
 
-// DecisionSink receives every decision record. Write must not block: a sink
-// that cannot keep up drops and counts.
-type DecisionSink interface {
-	Write(d *yesguardv1.Decision)
-}
+// Feed states.
+const (
+	// FeedLive: connected and caught up; every event published so far has
+	// been applied, or is on its way.
+	FeedLive FeedState = iota
+	// FeedDown: not connected; nothing can be judged
+	// (REASON_TRANSCRIPT_UNAVAILABLE).
+	FeedDown
+	// FeedBehind: connected but not caught up (after a start, a reconnect,
+	// or while lagging): events may be missing
+	// (REASON_TRANSCRIPT_GAP).
+	FeedBehind
+)
 
 // Config wires a Guard.
 type Config struct {
 	Policy  *Policy
 	Locales *patterns.Set
 	Store   *transcript.Store
-	Book    *dedupe.Book
-	// Sink receives each decision record; nil discards them (they are
-	// still kept for ListDecisions).
-	Sink DecisionSink
-	// Metrics may be nil.
-	Metrics *metrics.Metrics
-	// FeedUp reports whether the transcript feed is connected; nil means
-	// always up. While it reports false, every Check is refused.
-	FeedUp func() bool
-	// Logger for operational messages (not decisions); nil means none.
+	Book    dedupe.Book
+	// Feed reports the transcript feed's state and, when it is not live,
+	// why, for the refusal's detail; nil means always live.
+	Feed func() (FeedState, string)
+	// Registerer receives the engine's collectors (the transcript wait and
+	// the checks in flight); nil leaves them unregistered.
+	Registerer prometheus.Registerer
+	// Logger for operational messages; nil means none.
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// MaxDecisionsPerCall kept for ListDecisions (default 256).
-	MaxDecisionsPerCall int
-	// DecisionTTL: a call's decisions are forgotten this long after its
-	// last decision (default 1h).
-	DecisionTTL time.Duration
+	// DuplicateWait bounds how long a duplicate waits for its running
+	// original's result before it answers DUPLICATE with original_running
+	// (default 500ms; never more than a quarter of the time left to the
+	// caller's deadline).
+	DuplicateWait time.Duration
 }
 
-// Guard implements yesguardv1.GuardServer.
-type Guard struct {
-	yesguardv1.UnimplementedGuardServer
+// Request is one tool call to judge.
+type Request struct {
+	// CallID is the call: the last token of its transcript subject.
+	CallID string
+	// Tool is the tool's name as the model called it.
+	Tool string
+	// Args are the model's arguments.
+	Args *structpb.Struct
+	// ArgsHash identifies the arguments in the action's key (the hex
+	// sha256 of CanonicalArgs); empty, the engine computes it.
+	ArgsHash string
+	// DecisionID names the decision: an ALLOW's reservation is held, and
+	// completed, under it. Empty, the engine makes a ULID.
+	DecisionID string
+	// ResponseID, optional, is the model response that made the call:
+	// agent speech carrying it does not count as the agent speaking after
+	// the caller.
+	ResponseID string
+	// RespondingToMS, optional, is the audio time at which the caller turn
+	// the model answers ended: the engine waits for a caller final that
+	// reaches it.
+	RespondingToMS int64
+}
 
-	cfg       Config
-	rules     atomic.Pointer[ruleset]
-	decisions *decisionStore
+// GetCallId, GetResponseId and GetRespondingToMs read a Request as the
+// rules read it, whatever its origin; they are nil-safe.
+func (r *Request) GetCallId() string {
+	if r == nil {
+		return ""
+	}
+	return r.CallID
+}
+
+// GetResponseId returns ResponseID.
+func (r *Request) GetResponseId() string {
+	if r == nil {
+		return ""
+	}
+	return r.ResponseID
+}
+
+// GetRespondingToMs returns RespondingToMS.
+func (r *Request) GetRespondingToMs() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.RespondingToMS
+}
+
+// Verdict is the engine's answer to one Request.
+type Verdict struct {
+	DecisionID string
+	Outcome    yesguardv1.Outcome
+	Reason     yesguardv1.Reason
+	// Message tells the model what to do next.
+	Message string
+	// Evidence is what the decision relied on; its Detail says why in one
+	// line. Never nil.
+	Evidence *yesguardv1.Evidence
+	// OriginalDecisionID: for DUPLICATE, IGNORED and EVIDENCE_USED, the
+	// decision this one repeats.
+	OriginalDecisionID string
+	// OriginalResult: for DUPLICATE, the result Complete reported for the
+	// original, once known. Shared: do not modify.
+	OriginalResult *structpb.Struct
+	// OriginalRunning: for DUPLICATE, the original has not completed yet.
+	OriginalRunning bool
+	// Turn is the caller turn an ALLOW rests on (nil when none, as for
+	// NOT_REQUIRED or a refusal).
+	Turn *yesguardv1.Turn
+	// Waited is how long the check waited, for the caller's turn and for a
+	// running original.
+	Waited time.Duration
+	// PolicyVersion identifies the policy and locales it was judged under.
+	PolicyVersion string
+	// ToolListed reports whether the policy lists the tool.
+	ToolListed bool
+}
+
+// The getters of Verdict are those of yesguardv1.CheckResponse, and
+// nil-safe like them, so that code written against the wire answer (the
+// rule and corpus tests, `yesguard test`) reads a verdict alike.
+
+// GetDecisionId returns DecisionID.
+func (v *Verdict) GetDecisionId() string {
+	if v == nil {
+		return ""
+	}
+	return v.DecisionID
+}
+
+// GetOutcome returns Outcome.
+func (v *Verdict) GetOutcome() yesguardv1.Outcome {
+	if v == nil {
+		return yesguardv1.Outcome_OUTCOME_UNSPECIFIED
+	}
+	return v.Outcome
+}
+
+// GetReason returns Reason.
+func (v *Verdict) GetReason() yesguardv1.Reason {
+	if v == nil {
+		return yesguardv1.Reason_REASON_UNSPECIFIED
+	}
+	return v.Reason
+}
+
+// GetMessage returns Message.
+func (v *Verdict) GetMessage() string {
+	if v == nil {
+		return ""
+	}
+	return v.Message
+}
+
+// GetEvidence returns Evidence.
+func (v *Verdict) GetEvidence() *yesguardv1.Evidence {
+	if v == nil {
+		return nil
+	}
+	return v.Evidence
+}
+
+// GetOriginalDecisionId returns OriginalDecisionID.
+func (v *Verdict) GetOriginalDecisionId() string {
+	if v == nil {
+		return ""
+	}
+	return v.OriginalDecisionID
+}
+
+// GetOriginalResult returns OriginalResult.
+func (v *Verdict) GetOriginalResult() *structpb.Struct {
+	if v == nil {
+		return nil
+	}
+	return v.OriginalResult
+}
+
+// GetOriginalRunning returns OriginalRunning.
+func (v *Verdict) GetOriginalRunning() bool {
+	return v != nil && v.OriginalRunning
+}
+
+// GetWaitedMs returns Waited in milliseconds.
+func (v *Verdict) GetWaitedMs() int64 {
+	if v == nil {
+		return 0
+	}
+	return v.Waited.Milliseconds()
+}
+
+// Guard is the engine. It is safe for concurrent use.
+type Guard struct {
+	cfg   Config
+	rules atomic.Pointer[ruleset]
+
+	transcriptWait prometheus.Histogram
+	inFlight       prometheus.Gauge
+}
+
+// metricsOf builds the engine's collectors on reg.
+func (g *Guard) metricsOf(reg prometheus.Registerer) {
+	g.transcriptWait = metrics.NewHistogram(reg, metrics.TranscriptWait)
+	g.inFlight = metrics.NewGauge(reg, metrics.ChecksInFlight)
 }

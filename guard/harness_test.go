@@ -10,39 +10,19 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/dedupe"
-	"github.com/yesguard/yesguard/metrics"
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
 )
 
-// memSink keeps every decision written.
-type memSink struct {
-	mu sync.Mutex
-	ds []*yesguardv1.Decision
-}
-
-func (s *memSink) Write(d *yesguardv1.Decision) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ds = append(s.ds, d)
-}
-
-func (s *memSink) all() []*yesguardv1.Decision {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*yesguardv1.Decision(nil), s.ds...)
-}
-
-// harness is a guard on a real transcript store and dedupe book; events
+// harness is a guard on a real transcript store and memory book; events
 // are applied to the store directly (the NATS path is tested in server/).
 type harness struct {
 	t      *testing.T
 	g      *Guard
 	store  *transcript.Store
-	book   *dedupe.Book
-	sink   *memSink
-	m      *metrics.Metrics
+	book   *dedupe.Memory
+	reg    *prometheus.Registry
 	feedUp bool
 	mu     sync.Mutex
 	seq    map[string]uint64
@@ -58,11 +38,18 @@ func newHarness(t *testing.T, policyPath string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := metrics.New(prometheus.NewRegistry())
-	h := &harness{t: t, store: transcript.NewStore(transcript.Limits{}, m), book: dedupe.New(m), sink: &memSink{}, m: m, feedUp: true, seq: map[string]uint64{}}
+	reg := prometheus.NewRegistry()
+	h := &harness{t: t, store: transcript.NewStore(transcript.Limits{}, transcript.NewMetrics(reg)), book: dedupe.NewMemory(reg), reg: reg, feedUp: true, seq: map[string]uint64{}}
 	h.g, err = New(Config{
-		Policy: pol, Locales: locs, Store: h.store, Book: h.book, Sink: h.sink, Metrics: m,
-		FeedUp: func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.feedUp },
+		Policy: pol, Locales: locs, Store: h.store, Book: h.book, Registerer: reg,
+		Feed: func() (FeedState, string) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if !h.feedUp {
+				return FeedDown, "the transcript feed (NATS) is not connected"
+			}
+			return FeedLive, ""
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -110,36 +97,46 @@ func (h *harness) sayAt(call string, sp transcript.Speaker, text string, at time
 	h.event(call, ev, at)
 }
 
-type checkOpt func(*yesguardv1.CheckRequest)
+type checkOpt func(*Request)
 
-func respID(id string) checkOpt { return func(r *yesguardv1.CheckRequest) { r.ResponseId = id } }
+func respID(id string) checkOpt { return func(r *Request) { r.ResponseID = id } }
 func respondingTo(ms int64) checkOpt {
-	return func(r *yesguardv1.CheckRequest) { r.RespondingToMs = ms }
+	return func(r *Request) { r.RespondingToMS = ms }
 }
 
-func (h *harness) check(call, tool string, args map[string]any, opts ...checkOpt) *yesguardv1.CheckResponse {
+func (h *harness) check(call, tool string, args map[string]any, opts ...checkOpt) *Verdict {
 	h.t.Helper()
-	resp, err := h.checkErr(context.Background(), call, tool, args, opts...)
-	if err != nil {
-		h.t.Fatalf("Check(%s, %s): %v", call, tool, err)
-	}
-	return resp
+	return h.checkCtx(context.Background(), call, tool, args, opts...)
 }
 
-func (h *harness) checkErr(ctx context.Context, call, tool string, args map[string]any, opts ...checkOpt) (*yesguardv1.CheckResponse, error) {
+func (h *harness) checkCtx(ctx context.Context, call, tool string, args map[string]any, opts ...checkOpt) *Verdict {
 	st, err := structpb.NewStruct(args)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	req := &yesguardv1.CheckRequest{CallId: call, Tool: tool, Args: st}
+	req := Request{CallID: call, Tool: tool, Args: st}
 	for _, o := range opts {
-		o(req)
+		o(&req)
 	}
 	return h.g.Check(ctx, req)
 }
 
+// complete reports an allowed action's result to the book, as the
+// service's Complete does.
+func (h *harness) complete(decisionID string, result map[string]any, failed bool) error {
+	var st *structpb.Struct
+	if result != nil {
+		var err error
+		if st, err = structpb.NewStruct(result); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	_, err := h.book.Complete(context.Background(), decisionID, st, failed)
+	return err
+}
+
 // want asserts an outcome and reason, printing the evidence on failure.
-func want(t *testing.T, resp *yesguardv1.CheckResponse, outcome yesguardv1.Outcome, reason yesguardv1.Reason) {
+func want(t *testing.T, resp *Verdict, outcome yesguardv1.Outcome, reason yesguardv1.Reason) {
 	t.Helper()
 	if resp.GetOutcome() != outcome || resp.GetReason() != reason {
 		t.Fatalf("got %s/%s, want %s/%s\nevidence: %v\nmessage: %s",

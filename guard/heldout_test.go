@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/yesguard/yesguard/patterns"
-	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
 
 // TestHeldOut runs the held-out dialogues (testdata/heldout/<lang>.yaml),
@@ -40,7 +39,7 @@ func runHeldOut(t *testing.T, label, path string, locs *patterns.Set) {
 		t.Fatalf("%s: no dialogues", path)
 	}
 	g, store := corpusGuard(t, path, c, locs)
-	n := judgeAll(t, path, c, g, store, label+"-"+c.Lang, func(i int, d dialogue, resp *yesguardv1.CheckResponse) string {
+	n := judgeAll(t, path, c, g, store, label+"-"+c.Lang, func(i int, d dialogue, resp *Verdict) string {
 		got := resp.GetOutcome()
 		if os.Getenv("HELDOUT_ALL") != "" {
 			t.Logf("#%d %q: want %s, got %s/%s (%s)", i, d.Name, d.Want, got, resp.GetReason(), resp.GetEvidence().GetDetail())

@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -26,87 +25,6 @@ const recentTurns = 6
 type view struct {
 	snap  transcript.Snapshot
 	turns []transcript.Turn // nil when the call is unknown
-}
-
-// look takes the view of the request's call and the channel closed at its
-// next change.
-func (c *check) look() (view, <-chan struct{}) {
-	snap, changed := c.g.cfg.Store.SnapshotTurns(c.req.GetCallId(), c.req.GetResponseId(), recentTurns)
-	v := view{snap: snap}
-	if snap.Exists {
-		v.turns = snap.Turns(c.req.GetResponseId())
-	}
-	return v, changed
-}
-
-// waitTurn waits, woken by the call's transcript changes, until the
-// caller's current turn is in (see ready), the policy's wait ends, or the
-// caller's deadline is near. It returns the view to judge.
-func (c *check) waitTurn(ctx context.Context) view {
-	t0 := c.g.now()
-	limit := c.rs.policy.Defaults.Wait.D()
-	if dl, ok := ctx.Deadline(); ok {
-		if left := time.Until(dl) - deadlineMargin; left < limit {
-			limit = max(left, 0)
-		}
-	}
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-		c.waited = c.g.now().Sub(t0)
-		if m := c.g.cfg.Metrics; m != nil {
-			m.TranscriptWait.Observe(c.waited.Seconds())
-		}
-	}()
-	for {
-		v, changed := c.look()
-		if ready(v, c.req) {
-			return v
-		}
-		if timer == nil {
-			timer = time.NewTimer(limit)
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			v, _ = c.look()
-			return v
-		case <-ctx.Done():
-			v, _ = c.look()
-			return v
-		}
-	}
-}
-
-// ready reports whether the caller's current turn is complete: the last
-// turn is the caller's (the agent has not spoken since, leaving out speech
-// of the request's own response), it reaches responding_to_ms when given,
-// and no caller speech is in flight. An ended call is ready as it is.
-func ready(v view, req *yesguardv1.CheckRequest) bool {
-	snap := v.snap
-	if !snap.Exists {
-		return false
-	}
-	if snap.Ended {
-		return true
-	}
-	if snap.CallerInFlight {
-		return false
-	}
-	turns := v.turns
-	if len(turns) == 0 {
-		return false
-	}
-	last := &turns[len(turns)-1]
-	if last.Speaker != transcript.Caller {
-		return false
-	}
-	if to := req.GetRespondingToMs(); to > 0 && last.HasTimes && last.EndMS < to {
-		return false
-	}
-	return true
 }
 
 // judgement is the rules' verdict on one snapshot.

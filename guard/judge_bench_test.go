@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/dedupe"
-	"github.com/yesguard/yesguard/metrics"
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
@@ -129,9 +128,8 @@ func benchGuard(b *testing.B) (*Guard, *transcript.Store) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := metrics.New(nil)
-	store := transcript.NewStore(transcript.Limits{}, m)
-	g, err := New(Config{Policy: benchPolicy(b, locs), Locales: locs, Store: store, Book: dedupe.New(m), Metrics: m})
+	store := transcript.NewStore(transcript.Limits{}, transcript.NewMetrics(nil))
+	g, err := New(Config{Policy: benchPolicy(b, locs), Locales: locs, Store: store, Book: dedupe.NewMemory(nil)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -194,9 +192,9 @@ func BenchmarkJudge(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := &yesguardv1.CheckRequest{CallId: "call-1", Tool: s.tool, Args: args}
+			req := &Request{CallID: "call-1", Tool: s.tool, Args: args}
 			rs := g.rules.Load()
-			c := &check{g: g, rs: rs, tool: rs.tool(s.tool), req: req, args: args.GetFields(), start: time.Now(), d: &yesguardv1.Decision{}}
+			c := &check{g: g, rs: rs, tool: rs.tool(s.tool), req: req, args: args.GetFields(), start: time.Now(), v: &Verdict{}}
 			v, _ := c.look()
 			j := c.judge(v)
 			if j.outcome != s.outcome || j.reason != s.reason {
@@ -210,9 +208,9 @@ func BenchmarkJudge(b *testing.B) {
 	}
 }
 
-// BenchmarkCheck measures a whole Check in process, as the gRPC handler
-// runs it: validation, canonical arguments, snapshot, rules, dedupe,
-// decision record and metrics. An ALLOW reserves its action, so each
+// BenchmarkCheck measures a whole Check of the engine in process: canonical
+// arguments, snapshot, rules, dedupe and metrics (the service's
+// validation and decision record are in service.BenchmarkCheck). An ALLOW reserves its action, so each
 // ALLOW iteration checks a fresh call; the calls are loaded in batches
 // outside the timer.
 func BenchmarkCheck(b *testing.B) {
@@ -235,13 +233,13 @@ func BenchmarkCheck(b *testing.B) {
 				}
 			}
 			load()
-			req := func(call string) *yesguardv1.CheckRequest {
-				return &yesguardv1.CheckRequest{CallId: call, Tool: s.tool, Args: args, ToolCallId: "tc-1", ResponseId: "r4"}
+			req := func(call string) Request {
+				return Request{CallID: call, Tool: s.tool, Args: args, ResponseID: "r4"}
 			}
 			ctx := context.Background()
-			resp, err := g.Check(ctx, req(calls[0]))
-			if err != nil || resp.GetOutcome() != s.outcome || resp.GetReason() != s.reason {
-				b.Fatalf("sample checked %s/%s (%v), want %s/%s: %s", resp.GetOutcome(), resp.GetReason(), err, s.outcome, s.reason, resp.GetEvidence().GetDetail())
+			resp := g.Check(ctx, req(calls[0]))
+			if resp.GetOutcome() != s.outcome || resp.GetReason() != s.reason {
+				b.Fatalf("sample checked %s/%s, want %s/%s: %s", resp.GetOutcome(), resp.GetReason(), s.outcome, s.reason, resp.GetEvidence().GetDetail())
 			}
 			next := 1
 			b.ReportAllocs()
@@ -256,9 +254,7 @@ func BenchmarkCheck(b *testing.B) {
 				if s.outcome == allow {
 					next++ // a fresh call per ALLOW
 				}
-				if _, err := g.Check(ctx, req(call)); err != nil {
-					b.Fatal(err)
-				}
+				g.Check(ctx, req(call))
 			}
 		})
 	}
@@ -282,14 +278,12 @@ func BenchmarkCheckStack(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := &yesguardv1.CheckRequest{CallId: "call-1", Tool: s.tool, Args: args, ToolCallId: "tc-1", ResponseId: "r4"}
+	req := Request{CallID: "call-1", Tool: s.tool, Args: args, ResponseID: "r4"}
 	ctx := context.Background()
 	b.Run("inline", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := g.Check(ctx, req); err != nil {
-				b.Fatal(err)
-			}
+			g.Check(ctx, req)
 		}
 	})
 	b.Run("fresh-empty", func(b *testing.B) { // the goroutine and hand-off alone
@@ -301,15 +295,13 @@ func BenchmarkCheckStack(b *testing.B) {
 	})
 	b.Run("fresh", func(b *testing.B) {
 		b.ReportAllocs()
-		done := make(chan error)
+		done := make(chan struct{})
 		for b.Loop() {
 			go func() {
-				_, err := g.Check(ctx, req)
-				done <- err
+				g.Check(ctx, req)
+				done <- struct{}{}
 			}()
-			if err := <-done; err != nil {
-				b.Fatal(err)
-			}
+			<-done
 		}
 	})
 }

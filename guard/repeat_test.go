@@ -1,12 +1,10 @@
 package guard
 
 import (
-	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"google.golang.org/protobuf/types/known/structpb"
 
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
@@ -24,51 +22,47 @@ func TestDuplicateGetsOriginalAndItsResult(t *testing.T) {
 	first := h.check("c", "submit_appeal", args)
 	want(t, first, allow, yesguardv1.Reason_REASON_CONFIRMED)
 
-	// The original is still running: the duplicate waits for its result
-	// within its own deadline, then answers without it.
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	defer cancel()
-	second, err := h.checkErr(ctx, "c", "submit_appeal", args)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The original is still running: the duplicate waits briefly for its
+	// result, then answers that it still runs.
+	second := h.check("c", "submit_appeal", args)
 	want(t, second, dup, yesguardv1.Reason_REASON_DUPLICATE)
-	if second.GetOriginalResult() != nil {
-		t.Fatalf("result before Complete: %v", second.GetOriginalResult())
+	if second.GetOriginalResult() != nil || !second.GetOriginalRunning() {
+		t.Fatalf("before Complete: result %v, running %v", second.GetOriginalResult(), second.GetOriginalRunning())
+	}
+	if !strings.Contains(second.GetMessage(), "still running") || !strings.Contains(second.GetMessage(), "do not tell the caller it is done") {
+		t.Fatalf("message for a running original: %q", second.GetMessage())
 	}
 	if second.GetOriginalDecisionId() != first.GetDecisionId() {
 		t.Fatalf("original = %q, want %q", second.GetOriginalDecisionId(), first.GetDecisionId())
 	}
 
-	result, _ := structpb.NewStruct(map[string]any{"ticket": "T-9"})
-	if _, err := h.g.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: first.GetDecisionId(), Result: result}); err != nil {
+	if err := h.complete(first.GetDecisionId(), map[string]any{"ticket": "T-9"}, false); err != nil {
 		t.Fatal(err)
 	}
 	third := h.check("c", "submit_appeal", args)
 	want(t, third, dup, yesguardv1.Reason_REASON_DUPLICATE)
+	if third.GetOriginalRunning() {
+		t.Fatal("original_running after Complete")
+	}
 	if got := third.GetOriginalResult().GetFields()["ticket"].GetStringValue(); got != "T-9" {
 		t.Fatalf("original_result = %v, want ticket T-9", third.GetOriginalResult())
 	}
 }
 
+// A duplicate waits a short time for its running original; when the
+// result comes within it, the duplicate carries it.
 func TestDuplicateWaitsForRunningOriginal(t *testing.T) {
 	h := newHarness(t, "testdata/policy.yaml")
+	h.g.cfg.DuplicateWait = time.Minute // long enough for any machine
 	confirmed(h, "c")
 	first := h.check("c", "submit_appeal", nil)
 	want(t, first, allow, yesguardv1.Reason_REASON_CONFIRMED)
 
-	done := make(chan *yesguardv1.CheckResponse)
-	go func() {
-		resp, err := h.checkErr(context.Background(), "c", "submit_appeal", nil)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- resp
-	}()
+	done := make(chan *Verdict)
+	go func() { done <- h.check("c", "submit_appeal", nil) }()
 	// The duplicate is waiting: it answers once the original completes.
 	waitFor(t, func() bool { return h.inFlight() == 1 })
-	result, _ := structpb.NewStruct(map[string]any{"ok": true})
-	if _, err := h.g.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: first.GetDecisionId(), Result: result}); err != nil {
+	if err := h.complete(first.GetDecisionId(), map[string]any{"ok": true}, false); err != nil {
 		t.Fatal(err)
 	}
 	resp := <-done
@@ -83,7 +77,7 @@ func TestFailedCompletionIsNeverReplayed(t *testing.T) {
 	confirmed(h, "c")
 	first := h.check("c", "submit_appeal", nil)
 	want(t, first, allow, yesguardv1.Reason_REASON_CONFIRMED)
-	if _, err := h.g.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: first.GetDecisionId(), Failed: true}); err != nil {
+	if err := h.complete(first.GetDecisionId(), nil, true); err != nil {
 		t.Fatal(err)
 	}
 	// The retry is judged afresh on the same yes, not given the failure.
@@ -92,8 +86,7 @@ func TestFailedCompletionIsNeverReplayed(t *testing.T) {
 	if retry.GetDecisionId() == first.GetDecisionId() {
 		t.Fatal("retry reused the failed decision")
 	}
-	_, err := h.g.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: "01NOTADECISION"})
-	if err == nil {
+	if err := h.complete("01NOTADECISION", nil, false); err == nil {
 		t.Fatal("Complete of an unknown decision succeeded")
 	}
 }
@@ -122,37 +115,24 @@ func TestTwoYesesOneAllow(t *testing.T) {
 	h.say("c", transcript.Caller, "Yes, yes.")
 	const n = 16
 	var wg sync.WaitGroup
-	got := make(chan *yesguardv1.CheckResponse, n)
+	got := make(chan *Verdict, n)
 	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, err := h.checkErr(context.Background(), "c", "submit_appeal", map[string]any{"appeal_id": "A-17"})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			got <- resp
-		}()
-	}
-	// Complete the one ALLOW so the duplicates waiting on it answer.
-	var allowID string
-	waitFor(t, func() bool {
-		for _, d := range h.sink.all() {
-			if d.GetOutcome() == allow {
-				allowID = d.GetDecisionId()
-				return true
-			}
-		}
-		return false
-	})
-	if _, err := h.g.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: allowID}); err != nil {
-		t.Fatal(err)
+		wg.Go(func() {
+			got <- h.check("c", "submit_appeal", map[string]any{"appeal_id": "A-17"})
+		})
 	}
 	wg.Wait()
 	close(got)
-	allows, dups := 0, 0
+	var all []*Verdict
+	allowID := ""
 	for r := range got {
+		all = append(all, r)
+		if r.GetOutcome() == allow {
+			allowID = r.GetDecisionId()
+		}
+	}
+	allows, dups := 0, 0
+	for _, r := range all {
 		switch r.GetOutcome() {
 		case allow:
 			allows++
@@ -194,10 +174,5 @@ func TestQuantityRepeat(t *testing.T) {
 	want(t, h.check("c", "add_item", map[string]any{"sku": "cola"}), allow, yesguardv1.Reason_REASON_NOT_REQUIRED)
 }
 
-func (h *harness) inFlight() int {
-	var n int
-	// ChecksInFlight is a gauge; read it through the registry-free
-	// collector.
-	n = int(gaugeValue(h.m.ChecksInFlight))
-	return n
-}
+// inFlight is how many Checks the engine is judging or waiting on.
+func (h *harness) inFlight() int { return int(gaugeValue(h.g.inFlight)) }

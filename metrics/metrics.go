@@ -1,22 +1,24 @@
 // Package metrics is the catalogue of every Prometheus series yesguard
-// exports. Each series is declared here once, with its help string, and
-// registered on an injected prometheus.Registerer (no globals), so each test
-// and each embedded guard has its own registry.
+// exports: each series is declared here once, with its name, type, labels
+// and help string. It holds no collectors. Each package builds its own
+// collectors from the catalogue's entries on a prometheus.Registerer it is
+// given (no globals), as Alertmanager's nflog does, so each test and each
+// embedded guard has its own registry.
 //
 // Names follow yesguard_<subsystem>_<name>_<unit>; counters end in _total and
 // durations are in seconds. Labels are bounded: tool names come only from the
 // policy (an unlisted tool is labelled "other"), never call ids.
 //
-// Catalogue lists every series, so that the dashboard and the operations
-// guide can be checked against it; a series added to Metrics but not to the
-// catalogue fails this package's tests.
+// The catalogue is what the dashboard test and the operations guide are
+// checked against; a server test registers every entry beside a started
+// server's own collectors, so a series the code exports but the catalogue
+// lacks (or describes otherwise) fails.
 package metrics
 
 import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Namespace prefixes every series.
@@ -59,152 +61,80 @@ type Series struct {
 	Labels []string
 }
 
-// Metrics holds every collector. The zero value is not usable; use New.
-type Metrics struct {
-	// Guard.
-	Decisions       *prometheus.CounterVec   // tool, outcome, reason
-	CheckDuration   *prometheus.HistogramVec // outcome
-	TranscriptWait  prometheus.Histogram
-	CheckErrors     *prometheus.CounterVec // code
-	ChecksInFlight  prometheus.Gauge
-	Completions     *prometheus.CounterVec // result: ok, failed, unknown
-	DecisionLogDrop prometheus.Counter
-	DecisionLogLine prometheus.Counter
-
-	// Transcript.
-	Events         *prometheus.CounterVec // type, speaker
-	EventsRejected *prometheus.CounterVec // reason
-	ActiveCalls    prometheus.Gauge
-	CallsEvicted   *prometheus.CounterVec // cause: idle, ended, capacity
-
-	// Dedupe.
-	DedupeHits   *prometheus.CounterVec // kind: duplicate, quantity, evidence
-	Reservations prometheus.Gauge
-
-	// NATS.
-	NATSConnected  prometheus.Gauge
-	NATSReconnects prometheus.Counter
-	NATSErrors     prometheus.Counter
-
-	// BuildInfo is set once at start-up.
-	BuildInfo *prometheus.GaugeVec // version, revision, goversion
-
-	series     []Series
-	collectors []prometheus.Collector
+func series(t Type, subsystem, name, help string, labels ...string) Series {
+	return Series{Name: prometheus.BuildFQName(Namespace, subsystem, name), Type: t, Help: help, Labels: labels}
 }
 
-// builder declares series: each constructor records the series in the
-// catalogue and keeps the collector for registration.
-type builder struct{ m *Metrics }
-
-func (b builder) add(s Series, c prometheus.Collector) {
-	b.m.series = append(b.m.series, s)
-	b.m.collectors = append(b.m.collectors, c)
-}
-
-func fqName(subsystem, name string) string {
-	return prometheus.BuildFQName(Namespace, subsystem, name)
-}
-
-func (b builder) counter(subsystem, name, help string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Subsystem: subsystem, Name: name, Help: help})
-	b.add(Series{Name: fqName(subsystem, name), Type: Counter, Help: help}, c)
-	return c
-}
-
-func (b builder) counterVec(subsystem, name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: subsystem, Name: name, Help: help}, labels)
-	b.add(Series{Name: fqName(subsystem, name), Type: Counter, Help: help, Labels: labels}, c)
-	return c
-}
-
-func (b builder) gauge(subsystem, name, help string) prometheus.Gauge {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: subsystem, Name: name, Help: help})
-	b.add(Series{Name: fqName(subsystem, name), Type: Gauge, Help: help}, g)
-	return g
-}
-
-func (b builder) gaugeVec(subsystem, name, help string, labels ...string) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: subsystem, Name: name, Help: help}, labels)
-	b.add(Series{Name: fqName(subsystem, name), Type: Gauge, Help: help, Labels: labels}, g)
-	return g
-}
-
-func (b builder) histogram(subsystem, name, help string) prometheus.Histogram {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: subsystem, Name: name, Help: help, Buckets: LatencyBuckets})
-	b.add(Series{Name: fqName(subsystem, name), Type: Histogram, Help: help}, h)
-	return h
-}
-
-func (b builder) histogramVec(subsystem, name, help string, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: subsystem, Name: name, Help: help, Buckets: LatencyBuckets}, labels)
-	b.add(Series{Name: fqName(subsystem, name), Type: Histogram, Help: help, Labels: labels}, h)
-	return h
-}
-
-// New builds the catalogue and registers it on reg. A nil reg builds
-// unregistered collectors (benchmarks, tools).
-func New(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{}
-	b := builder{m}
-
-	m.Decisions = b.counterVec("guard", "decisions_total",
-		"Check decisions by tool, outcome and reason.", "tool", "outcome", "reason")
-	m.CheckDuration = b.histogramVec("guard", "check_duration_seconds",
-		"Time from a Check's arrival to its decision, waiting included, by outcome.", "outcome")
-	m.TranscriptWait = b.histogram("guard", "transcript_wait_seconds",
+// The catalogue. The package that exports each series is named above it.
+var (
+	// guard (the engine).
+	TranscriptWait = series(Histogram, "guard", "transcript_wait_seconds",
 		"Time a Check spent waiting for the caller's current turn.")
-	m.CheckErrors = b.counterVec("guard", "check_errors_total",
-		"Guard calls (Check, Complete, ListDecisions) answered with an error instead of a result, by gRPC code.", "code")
-	m.ChecksInFlight = b.gauge("guard", "checks_in_flight",
+	ChecksInFlight = series(Gauge, "guard", "checks_in_flight",
 		"Check calls being judged or waiting right now.")
-	m.Completions = b.counterVec("guard", "completions_total",
+
+	// service (the gRPC Guard service).
+	Decisions = series(Counter, "guard", "decisions_total",
+		"Check decisions by tool, outcome and reason.", "tool", "outcome", "reason")
+	CheckDuration = series(Histogram, "guard", "check_duration_seconds",
+		"Time from a Check's arrival to its decision, waiting included, by outcome.", "outcome")
+	CheckErrors = series(Counter, "guard", "check_errors_total",
+		"Guard calls (Check, Complete, ListDecisions) answered with an error instead of a result, by gRPC code.", "code")
+	Completions = series(Counter, "guard", "completions_total",
 		"Complete calls by result: ok, failed, or unknown (no such allowed decision).", "result")
-	m.DecisionLogDrop = b.counter("decision_log", "dropped_total",
+	DedupeHits = series(Counter, "dedupe", "hits_total",
+		"Repeats caught, by kind: duplicate (the same action again), evidence (a caller turn already used), quantity (the same item again).", "kind")
+
+	// decisionlog.
+	DecisionLogDropped = series(Counter, "decision_log", "dropped_total",
 		"Decision records not written to the log because its queue was full.")
-	m.DecisionLogLine = b.counter("decision_log", "written_total",
+	DecisionLogWritten = series(Counter, "decision_log", "written_total",
 		"Decision records written to the log.")
 
-	m.Events = b.counterVec("transcript", "events_total",
+	// transcript.
+	Events = series(Counter, "transcript", "events_total",
 		"Transcript events accepted, by type and speaker.", "type", "speaker")
-	m.EventsRejected = b.counterVec("transcript", "events_rejected_total",
+	EventsRejected = series(Counter, "transcript", "events_rejected_total",
 		"Transcript events dropped, by reason.", "reason")
-	m.ActiveCalls = b.gauge("transcript", "active_calls",
+	ActiveCalls = series(Gauge, "transcript", "active_calls",
 		"Calls whose transcript state is held.")
-	m.CallsEvicted = b.counterVec("transcript", "calls_evicted_total",
+	CallsEvicted = series(Counter, "transcript", "calls_evicted_total",
 		"Calls whose state was dropped, by cause: idle, ended, capacity.", "cause")
 
-	m.DedupeHits = b.counterVec("dedupe", "hits_total",
-		"Repeats caught, by kind: duplicate (the same action again), evidence (a caller turn already used), quantity (the same item again).", "kind")
-	m.Reservations = b.gauge("dedupe", "reservations",
+	// dedupe.
+	Reservations = series(Gauge, "dedupe", "reservations",
 		"Allowed actions held for duplicate detection.")
 
-	m.NATSConnected = b.gauge("nats", "connected",
+	// server.
+	NATSConnected = series(Gauge, "nats", "connected",
 		"1 while the transcript connection to NATS is up, else 0.")
-	m.NATSReconnects = b.counter("nats", "reconnects_total",
+	NATSReconnects = series(Counter, "nats", "reconnects_total",
 		"Times the NATS connection was re-established.")
-	m.NATSErrors = b.counter("nats", "errors_total",
+	NATSErrors = series(Counter, "nats", "errors_total",
 		"Asynchronous NATS errors (slow consumer, permissions, ...).")
-
-	m.BuildInfo = b.gaugeVec("", "build_info",
+	BuildInfo = series(Gauge, "", "build_info",
 		"Always 1; labels carry the build's version, revision and Go version.", "version", "revision", "goversion")
+)
 
-	if reg != nil {
-		reg.MustRegister(m.collectors...)
-	}
-	return m
+// catalogue lists every series, in the order of the operations guide.
+var catalogue = []Series{
+	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions,
+	DecisionLogDropped, DecisionLogWritten,
+	Events, EventsRejected, ActiveCalls, CallsEvicted,
+	DedupeHits, Reservations,
+	NATSConnected, NATSReconnects, NATSErrors,
+	BuildInfo,
 }
 
-// Catalogue lists every series New declares, in declaration order.
+// Catalogue lists every series yesguard exports.
 func Catalogue() []Series {
-	return New(nil).series
+	return append([]Series(nil), catalogue...)
 }
 
 // Lookup finds the series of the catalogue that exports name: a family
 // name, or one of a histogram's name_bucket, name_sum and name_count.
 func Lookup(name string) (Series, bool) {
-	cat := Catalogue()
-	for _, s := range cat {
+	for _, s := range catalogue {
 		if s.Name == name {
 			return s, true
 		}
@@ -214,7 +144,7 @@ func Lookup(name string) (Series, bool) {
 		if !ok {
 			continue
 		}
-		for _, s := range cat {
+		for _, s := range catalogue {
 			if s.Name == base && s.Type == Histogram {
 				return s, true
 			}
@@ -223,10 +153,67 @@ func Lookup(name string) (Series, bool) {
 	return Series{}, false
 }
 
-// NewRegistry returns a registry with the Go runtime and process collectors
-// and yesguard's catalogue on it.
-func NewRegistry() (*prometheus.Registry, *Metrics) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return reg, New(reg)
+// register registers c on reg; a nil reg leaves c unregistered
+// (benchmarks, tools, the in-process engine of `yesguard test`).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if reg != nil {
+		reg.MustRegister(c)
+	}
+	return c
+}
+
+// Collector builds the collector s describes, unregistered, with no
+// labels filled in: a CounterVec, GaugeVec or HistogramVec when s has
+// labels, else a Counter, Gauge or Histogram. Tests register it beside a
+// server's own to check that the server exports s as described.
+func (s Series) Collector() prometheus.Collector {
+	opts := prometheus.Opts{Name: s.Name, Help: s.Help}
+	switch {
+	case s.Type == Counter && len(s.Labels) > 0:
+		return prometheus.NewCounterVec(prometheus.CounterOpts(opts), s.Labels)
+	case s.Type == Counter:
+		return prometheus.NewCounter(prometheus.CounterOpts(opts))
+	case s.Type == Gauge && len(s.Labels) > 0:
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts(opts), s.Labels)
+	case s.Type == Gauge:
+		return prometheus.NewGauge(prometheus.GaugeOpts(opts))
+	case len(s.Labels) > 0:
+		return prometheus.NewHistogramVec(s.histogramOpts(), s.Labels)
+	default:
+		return prometheus.NewHistogram(s.histogramOpts())
+	}
+}
+
+func (s Series) histogramOpts() prometheus.HistogramOpts {
+	return prometheus.HistogramOpts{Name: s.Name, Help: s.Help, Buckets: LatencyBuckets}
+}
+
+// NewCounter registers the counter s describes on reg (nil: unregistered).
+func NewCounter(reg prometheus.Registerer, s Series) prometheus.Counter {
+	return register(reg, s.Collector().(prometheus.Counter))
+}
+
+// NewCounterVec registers the counter vector s describes on reg.
+func NewCounterVec(reg prometheus.Registerer, s Series) *prometheus.CounterVec {
+	return register(reg, s.Collector().(*prometheus.CounterVec))
+}
+
+// NewGauge registers the gauge s describes on reg.
+func NewGauge(reg prometheus.Registerer, s Series) prometheus.Gauge {
+	return register(reg, s.Collector().(prometheus.Gauge))
+}
+
+// NewGaugeVec registers the gauge vector s describes on reg.
+func NewGaugeVec(reg prometheus.Registerer, s Series) *prometheus.GaugeVec {
+	return register(reg, s.Collector().(*prometheus.GaugeVec))
+}
+
+// NewHistogram registers the histogram s describes on reg.
+func NewHistogram(reg prometheus.Registerer, s Series) prometheus.Histogram {
+	return register(reg, s.Collector().(prometheus.Histogram))
+}
+
+// NewHistogramVec registers the histogram vector s describes on reg.
+func NewHistogramVec(reg prometheus.Registerer, s Series) *prometheus.HistogramVec {
+	return register(reg, s.Collector().(*prometheus.HistogramVec))
 }

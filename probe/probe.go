@@ -206,7 +206,7 @@ func (r *runner) check(ctx context.Context, call string) (*yesguardv1.CheckRespo
 	ctx, cancel := context.WithTimeout(ctx, r.t.CheckTimeout)
 	defer cancel()
 	args, _ := structpb.NewStruct(map[string]any{"appeal_id": "PROBE-1"})
-	return r.t.Guard.Check(ctx, &yesguardv1.CheckRequest{CallId: call, Tool: Tool, Args: args})
+	return r.t.Guard.Check(ctx, &yesguardv1.CheckRequest{CallId: call, Tool: Tool, Args: args, IncludeEvidence: true})
 }
 
 // racedCheck starts the Check, then publishes the answer Lag later.
@@ -360,12 +360,19 @@ func (r *runner) logLines(ctx context.Context, earlier []Result) Result {
 	return res
 }
 
+// decisions returns the call's Check records (not its Completes).
 func (r *runner) decisions(ctx context.Context, call string) []*yesguardv1.Decision {
 	resp, err := r.t.Guard.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: call})
 	if err != nil {
 		return nil
 	}
-	return resp.GetDecisions()
+	var out []*yesguardv1.Decision
+	for _, d := range resp.GetDecisions() {
+		if k := d.GetKind(); k == yesguardv1.DecisionKind_DECISION_KIND_CHECK || k == yesguardv1.DecisionKind_DECISION_KIND_UNSPECIFIED {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func describe(resp *yesguardv1.CheckResponse) string {

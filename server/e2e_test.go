@@ -120,7 +120,7 @@ func (e *e2e) check(ctx context.Context, call, tool string, args map[string]any)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.client.Check(ctx, &yesguardv1.CheckRequest{CallId: call, Tool: tool, Args: st})
+	return e.client.Check(ctx, &yesguardv1.CheckRequest{CallId: call, Tool: tool, Args: st, IncludeEvidence: true})
 }
 
 // waitApplied waits until the guard has taken n more transcript events.

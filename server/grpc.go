@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -37,8 +38,8 @@ func (s *Server) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamS
 
 func (s *Server) recovered(method string, r any) error {
 	s.log.Error("panic in gRPC handler", zap.String("method", method), zap.Any("panic", r), zap.Stack("stack"))
-	if method == yesguardv1.Guard_Check_FullMethodName {
-		s.metrics.CheckErrors.WithLabelValues(codes.Internal.String()).Inc()
+	if strings.HasPrefix(method, "/"+yesguardv1.Guard_ServiceDesc.ServiceName+"/") {
+		s.service.CountError(codes.Internal)
 	}
 	return status.Error(codes.Internal, panicMessage)
 }

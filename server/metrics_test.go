@@ -3,8 +3,10 @@ package server
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -283,7 +286,7 @@ tools:
 		want{name: "yesguard_guard_check_errors_total", labels: l("code", codes.InvalidArgument.String()), value: 1},
 		want{name: "yesguard_guard_decisions_total", value: 3},
 		want{name: "yesguard_guard_check_duration_seconds_count", value: 3},
-		want{name: "yesguard_decision_log_written_total", value: 3},
+		want{name: "yesguard_decision_log_written_total", value: 4}, // three Checks and a Complete
 		want{name: "yesguard_guard_checks_in_flight", value: 0},
 	)
 	// Labels stay bounded: neither the call id nor the invented tool name
@@ -345,4 +348,39 @@ func TestMetricsNATSState(t *testing.T) {
 		want{name: "yesguard_nats_connected", value: 1},
 		want{name: "yesguard_nats_reconnects_total", value: 1})
 	stopServer(t, ts.Server)
+}
+
+// TestServerExportsTheCatalogue holds the catalogue (metrics/, which the
+// operations guide and the dashboard are checked against) to a started
+// server: each entry, registered again beside the server's own
+// collectors, is refused as already registered (same name, help, type and
+// labels), and every yesguard_ family the server gathers is an entry.
+func TestServerExportsTheCatalogue(t *testing.T) {
+	cfg := testConfig()
+	cfg.DecisionLog = filepath.Join(t.TempDir(), "decisions.log") // the log's own series
+	reg := prometheus.NewRegistry()
+	srv, err := New(cfg, WithLogger(zaptest.NewLogger(t)), WithRegistry(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopServer(t, srv) })
+	for _, s := range metrics.Catalogue() {
+		err := reg.Register(s.Collector())
+		var already prometheus.AlreadyRegisteredError
+		if !errors.As(err, &already) {
+			t.Errorf("%s: the server does not export it as the catalogue describes it (Register = %v)", s.Name, err)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if _, ok := metrics.Lookup(mf.GetName()); strings.HasPrefix(mf.GetName(), metrics.Namespace+"_") && !ok {
+			t.Errorf("%s is exported but not in the catalogue", mf.GetName())
+		}
+	}
 }

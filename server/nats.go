@@ -12,8 +12,12 @@ import (
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/yesguard/yesguard/guard"
+	"github.com/yesguard/yesguard/metrics"
 )
 
 // natsReadyTimeout bounds the wait for the embedded server when Start's
@@ -124,12 +128,12 @@ func (s *Server) connectNATS() error {
 			s.updateFeedHealth()
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			s.metrics.NATSReconnects.Inc()
+			s.metrics.reconnects.Inc()
 			s.log.Info("NATS reconnected", zap.String("url", nc.ConnectedUrlRedacted()))
 			s.updateFeedHealth()
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			s.metrics.NATSErrors.Inc()
+			s.metrics.errors.Inc()
 			fields := []zap.Field{zap.Error(err)}
 			if sub != nil {
 				fields = append(fields, zap.String("subject", sub.Subject))
@@ -159,6 +163,29 @@ func (s *Server) connectNATS() error {
 	return nil
 }
 
+// natsMetrics are the server's collectors of its NATS connection.
+type natsMetrics struct {
+	connected  prometheus.Gauge
+	reconnects prometheus.Counter
+	errors     prometheus.Counter
+}
+
+func newNATSMetrics(reg prometheus.Registerer) natsMetrics {
+	return natsMetrics{
+		connected:  metrics.NewGauge(reg, metrics.NATSConnected),
+		reconnects: metrics.NewCounter(reg, metrics.NATSReconnects),
+		errors:     metrics.NewCounter(reg, metrics.NATSErrors),
+	}
+}
+
+// feedState is the engine's view of the transcript feed.
+func (s *Server) feedState() (guard.FeedState, string) {
+	if !s.feedUp() {
+		return guard.FeedDown, "the transcript feed (NATS) is not connected"
+	}
+	return guard.FeedLive, ""
+}
+
 // feedUp reports whether the transcript feed is connected.
 func (s *Server) feedUp() bool {
 	nc := s.nc.Load()
@@ -174,10 +201,10 @@ func (s *Server) updateFeedHealth() {
 	up := s.feedUp()
 	status := healthgrpc.HealthCheckResponse_NOT_SERVING
 	if up {
-		s.metrics.NATSConnected.Set(1)
+		s.metrics.connected.Set(1)
 		status = healthgrpc.HealthCheckResponse_SERVING
 	} else {
-		s.metrics.NATSConnected.Set(0)
+		s.metrics.connected.Set(0)
 	}
 	// After Stop's health.Shutdown this is ignored.
 	s.health.SetServingStatus(GuardService, status)

@@ -1,5 +1,6 @@
 // Package server is yesguard as an embeddable service: it wires the
-// transcript feed (NATS, embedded or external), the guard, the dedupe book
+// transcript feed (NATS, embedded or external), the engine (guard) and its
+// gRPC service, the dedupe book, the decision store
 // and the decision log behind one gRPC listener and one HTTP listener, and
 // owns their lifecycle. The yesguard command only parses flags into a
 // Config and runs a Server; tests run one in-process on 127.0.0.1:0.
@@ -25,6 +26,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +34,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -40,15 +43,17 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/yesguard/yesguard/decisionlog"
+	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/dedupe"
 	"github.com/yesguard/yesguard/guard"
 	"github.com/yesguard/yesguard/metrics"
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/service"
 	"github.com/yesguard/yesguard/transcript"
 )
 
-var _ guard.DecisionSink = (*decisionlog.Logger)(nil)
+var _ service.DecisionSink = (*decisionlog.Logger)(nil)
 
 // GuardService is the gRPC service name whose health tracks the transcript
 // feed.
@@ -56,9 +61,9 @@ const GuardService = "yesguard.v1.Guard"
 
 // Sweep intervals of the background sweepers.
 const (
-	storeSweepEvery = 10 * time.Second
-	bookSweepEvery  = 5 * time.Second
-	guardSweepEvery = time.Minute
+	storeSweepEvery     = 10 * time.Second
+	bookSweepEvery      = 5 * time.Second
+	decisionsSweepEvery = time.Minute
 )
 
 // natsReconnectWait is the pause between reconnect attempts to NATS.
@@ -77,7 +82,7 @@ type Option func(*options)
 type options struct {
 	log      *zap.Logger
 	reg      *prometheus.Registry
-	sink     guard.DecisionSink
+	sink     service.DecisionSink
 	grpcOpts []grpc.ServerOption
 }
 
@@ -91,7 +96,7 @@ func WithRegistry(reg *prometheus.Registry) Option { return func(o *options) { o
 
 // WithDecisionSink sends decision records to sink instead of the decision
 // log named by Config.DecisionLog. The server does not close it.
-func WithDecisionSink(sink guard.DecisionSink) Option {
+func WithDecisionSink(sink service.DecisionSink) Option {
 	return func(o *options) { o.sink = sink }
 }
 
@@ -110,10 +115,13 @@ type Server struct {
 	log      *zap.Logger
 	ownLog   bool
 	gatherer prometheus.Gatherer
-	metrics  *metrics.Metrics
+	metrics  natsMetrics
 	store    *transcript.Store
-	book     *dedupe.Book
+	tmetrics *transcript.Metrics
+	book     *dedupe.Memory
+	records  *decisions.Memory
 	guard    *guard.Guard
+	service  *service.Service
 	dlog     *decisionlog.Logger // nil when the sink came from WithDecisionSink
 
 	// reloadMu serialises Reload.
@@ -183,20 +191,25 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	}
 	warnSharedObjects(s.log, policy)
 
-	if o.reg != nil {
-		s.gatherer, s.metrics = o.reg, metrics.New(o.reg)
-	} else {
-		s.gatherer, s.metrics = metrics.NewRegistry()
+	// Each part registers its own collectors on reg.
+	reg := o.reg
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	s.gatherer = reg
+	s.metrics = newNATSMetrics(reg)
 	bi := ReadBuildInfo()
-	s.metrics.BuildInfo.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
+	metrics.NewGaugeVec(reg, metrics.BuildInfo).WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 
-	s.store = transcript.NewStore(cfg.Limits, s.metrics)
-	s.book = dedupe.New(s.metrics)
+	s.tmetrics = transcript.NewMetrics(reg)
+	s.store = transcript.NewStore(cfg.Limits, s.tmetrics)
+	s.book = dedupe.NewMemory(reg)
+	s.records = decisions.NewMemory(decisions.MemoryLimits{})
 
 	sink := o.sink
 	if sink == nil {
-		s.dlog, err = decisionlog.Open(cfg.DecisionLog, s.metrics, decisionlog.WithLogger(s.log.Named("decisionlog")))
+		s.dlog, err = decisionlog.Open(cfg.DecisionLog, decisionlog.NewMetrics(reg), decisionlog.WithLogger(s.log.Named("decisionlog")))
 		if err != nil {
 			return nil, fmt.Errorf("decision_log: %w", err)
 		}
@@ -204,14 +217,13 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	}
 
 	s.guard, err = guard.New(guard.Config{
-		Policy:  policy,
-		Locales: locales,
-		Store:   s.store,
-		Book:    s.book,
-		Sink:    sink,
-		Metrics: s.metrics,
-		FeedUp:  s.feedUp,
-		Logger:  s.log.Named("guard"),
+		Policy:     policy,
+		Locales:    locales,
+		Store:      s.store,
+		Book:       s.book,
+		Feed:       s.feedState,
+		Registerer: reg,
+		Logger:     s.log.Named("guard"),
 	})
 	if err != nil {
 		if s.dlog != nil {
@@ -219,7 +231,25 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		}
 		return nil, fmt.Errorf("policy %q with locales_dir %q: %w", cfg.PolicyPath, cfg.LocalesDir, err)
 	}
+	s.service = service.New(service.Config{
+		Engine:     s.guard,
+		Book:       s.book,
+		Store:      s.records,
+		Sink:       sink,
+		Replica:    replicaName(),
+		Registerer: reg,
+		Logger:     s.log.Named("service"),
+	})
 	return s, nil
+}
+
+// replicaName names this process in the records it writes: host and pid.
+func replicaName() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 // warnSharedObjects logs each object two confirmed tools share: allowed,
@@ -301,7 +331,7 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.connectNATS(); err != nil {
 		return err
 	}
-	s.ingester = transcript.NewIngester(s.nc.Load(), s.cfg.SubjectPrefix, s.store, s.cfg.Limits, s.log, s.metrics)
+	s.ingester = transcript.NewIngester(s.nc.Load(), s.cfg.SubjectPrefix, s.store, s.cfg.Limits, s.log, s.tmetrics)
 	if err := s.ingester.Start(); err != nil {
 		return fmt.Errorf("start transcript ingester: %w", err)
 	}
@@ -324,7 +354,7 @@ func (s *Server) start(ctx context.Context) error {
 		grpc.ChainUnaryInterceptor(s.recoverUnary),
 		grpc.ChainStreamInterceptor(s.recoverStream),
 	}, s.grpcOpts...)...)
-	yesguardv1.RegisterGuardServer(s.grpc, s.guard)
+	yesguardv1.RegisterGuardServer(s.grpc, s.service)
 	healthgrpc.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	s.wg.Go(func() {
@@ -362,7 +392,7 @@ func (s *Server) start(ctx context.Context) error {
 	}{
 		{storeSweepEvery, s.store.Sweep},
 		{bookSweepEvery, s.book.Sweep},
-		{guardSweepEvery, s.guard.Sweep},
+		{decisionsSweepEvery, s.records.Sweep},
 	} {
 		s.wg.Go(func() { runEvery(sweepCtx, sw.every, sw.sweep) })
 	}
@@ -518,7 +548,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	// Every server is stopped and the sweepers cancelled: the loops return.
 	s.wg.Wait()
-	s.metrics.NATSConnected.Set(0)
+	s.metrics.connected.Set(0)
 	if s.ownLog {
 		_ = s.log.Sync() // stderr cannot be synced everywhere
 	}

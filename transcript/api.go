@@ -7,8 +7,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
-
-	"github.com/yesguard/yesguard/metrics"
 )
 
 // Limits bound what one event and one call may hold.
@@ -98,6 +96,10 @@ type Snapshot struct {
 	Ended bool
 	// Lang is the call's last known language ("" when none was given).
 	Lang string
+	// Gap, when not empty, says which events the call's publishers
+	// numbered have not arrived: the call cannot be judged until they do
+	// or the agent speaks again.
+	Gap string
 }
 
 // Turns groups the snapshot's utterances into turns, after leaving out agent
@@ -115,7 +117,7 @@ func (s Snapshot) Turns(skipResponseID string) []Turn {
 // readers of one call never wait for writers of another.
 type Store struct {
 	limits Limits
-	m      *metrics.Metrics
+	m      *Metrics
 	events eventCounters
 
 	shards [numShards]shard
@@ -127,7 +129,7 @@ type Store struct {
 }
 
 // NewStore returns an empty store. m may be nil.
-func NewStore(limits Limits, m *metrics.Metrics) *Store {
+func NewStore(limits Limits, m *Metrics) *Store {
 	return newStore(limits, m)
 }
 
@@ -192,14 +194,14 @@ type Ingester struct {
 	store  *Store
 	limits Limits
 	log    *zap.Logger // sampled: a flood of bad events cannot flood the log
-	m      *metrics.Metrics
+	m      *Metrics
 
 	mu  sync.Mutex
 	sub *nats.Subscription
 }
 
 // NewIngester wires an ingester; Start subscribes.
-func NewIngester(nc *nats.Conn, prefix string, store *Store, limits Limits, log *zap.Logger, m *metrics.Metrics) *Ingester {
+func NewIngester(nc *nats.Conn, prefix string, store *Store, limits Limits, log *zap.Logger, m *Metrics) *Ingester {
 	return newIngester(nc, prefix, store, limits, log, m)
 }
 

@@ -8,8 +8,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-
-	"github.com/yesguard/yesguard/metrics"
 )
 
 const (
@@ -28,7 +26,7 @@ const (
 	logFirst = 5
 )
 
-func newIngester(nc *nats.Conn, prefix string, store *Store, limits Limits, log *zap.Logger, m *metrics.Metrics) *Ingester {
+func newIngester(nc *nats.Conn, prefix string, store *Store, limits Limits, log *zap.Logger, m *Metrics) *Ingester {
 	limits.SetDefaults()
 	if log == nil {
 		log = zap.NewNop()

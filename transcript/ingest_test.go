@@ -13,8 +13,6 @@ import (
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/yesguard/yesguard/metrics"
 )
 
 func TestMain(m *testing.M) {
@@ -81,7 +79,7 @@ func publishJSON(t *testing.T, nc *nats.Conn, subject string, v any) {
 func TestIngesterNATS(t *testing.T) {
 	subConn, pubConn := startNATS(t)
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	m := NewMetrics(reg)
 	core, logs := observer.New(zap.DebugLevel)
 	store := NewStore(Limits{}, m)
 	in := NewIngester(subConn, testPrefix, store, Limits{}, zap.New(core), m)
@@ -217,7 +215,7 @@ func TestIngesterStopAfterClose(t *testing.T) {
 }
 
 func TestHandleNeverPanics(t *testing.T) {
-	m := metrics.New(prometheus.NewRegistry())
+	m := NewMetrics(prometheus.NewRegistry())
 	in := NewIngester(nil, testPrefix, NewStore(Limits{}, m), Limits{}, nil, m)
 	for _, d := range []string{"", "{", "null", "[]", `{"call_id":1}`, "\x00\xff", `{"call_id":"c","type":"call_ended"}`} {
 		in.Handle(testPrefix+".c", []byte(d))
@@ -249,7 +247,7 @@ func BenchmarkIngest(b *testing.B) {
 			msgs = append(msgs, msg{testPrefix + "." + id, []byte(data)})
 		}
 	}
-	m := metrics.New(nil)
+	m := NewMetrics(nil)
 	newIn := func() *Ingester {
 		// MaxUtterances below perCall: the bound is exercised too.
 		lim := Limits{MaxUtterances: 32}
@@ -274,7 +272,7 @@ func BenchmarkIngest(b *testing.B) {
 }
 
 func BenchmarkApplyFinal(b *testing.B) {
-	store := NewStore(Limits{}, metrics.New(nil))
+	store := NewStore(Limits{}, NewMetrics(nil))
 	ev, err := Decode(testPrefix, testPrefix+".CA3f9c2d1e8b7a4f6e9d0c1b2a3f4e5d6c", benchEvent, Limits{})
 	if err != nil {
 		b.Fatal(err)

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/yesguard/yesguard/metrics"
 )
 
 // numShards is how many independently locked maps the store splits calls
@@ -64,7 +62,7 @@ func (s *Store) shardOf(callID string) *shard {
 	return &s.shards[fnv32a(callID)&(numShards-1)]
 }
 
-func newStore(limits Limits, m *metrics.Metrics) *Store {
+func newStore(limits Limits, m *Metrics) *Store {
 	limits.SetDefaults()
 	s := &Store{limits: limits, m: m}
 	for i := range s.shards {

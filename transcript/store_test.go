@@ -10,8 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/yesguard/yesguard/metrics"
 )
 
 var t0 = time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -120,7 +118,7 @@ func TestStoreUtteranceFields(t *testing.T) {
 
 func TestStoreDuplicateSeq(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	m := NewMetrics(reg)
 	s := NewStore(Limits{}, m)
 	mustApply(t, s, final("c", 1, Caller, "yes"), t0)
 	mustApply(t, s, interim("c", 2, Caller, "n"), t0)
@@ -399,7 +397,7 @@ func TestSnapshotIsACopy(t *testing.T) {
 
 func TestSweep(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	m := NewMetrics(reg)
 	s := NewStore(Limits{IdleTTL: 10 * time.Minute, EndedTTL: 2 * time.Minute, MaxCalls: 3}, m)
 
 	mustApply(t, s, final("idle", 1, Caller, "a"), t0)
@@ -536,7 +534,7 @@ func turnEqual(a, b Turn) bool {
 // sweeper on overlapping calls.
 func TestStoreConcurrent(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	m := NewMetrics(reg)
 	s := NewStore(Limits{MaxUtterances: 8, MaxCalls: 20}, m)
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {

@@ -32,6 +32,7 @@ func runCheck(ctx context.Context, args []string, e *env) int {
 	}
 	req := &yesguardv1.CheckRequest{
 		CallId: pos[0], Tool: pos[1], ResponseId: *responseID, ToolCallId: *toolCallID, RespondingToMs: *respondingTo,
+		IncludeEvidence: true, // the CLI prints the whole evidence
 	}
 	argsJSON := "{}"
 	if len(pos) == 3 {

@@ -216,7 +216,7 @@ func TestCheckDecisionsComplete(t *testing.T) {
 
 	r = runCmd(t, vars, "decisions", call)
 	r.expect(t, exitOK,
-		"call "+call+": 3 decisions, 1 refused",
+		"call "+call+": 3 decisions, 1 refused, 1 completion",
 		"ALLOW confirmed  submit_appeal",
 		"DUPLICATE duplicate  submit_appeal",
 		"original  "+decisionID,
@@ -234,6 +234,7 @@ func TestCheckDecisionsComplete(t *testing.T) {
 			DecisionID string `json:"decision_id"`
 			CallID     string `json:"call_id"`
 			Outcome    string `json:"outcome"`
+			Kind       string `json:"kind"`
 			Evidence   struct {
 				Answer struct {
 					Text string `json:"text"`
@@ -244,8 +245,11 @@ func TestCheckDecisionsComplete(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 		t.Fatalf("--json: %v\n%s", err, r.stdout)
 	}
-	if list.CallID != call || len(list.Decisions) != 3 || list.Decisions[0].DecisionID != decisionID ||
-		list.Decisions[0].Evidence.Answer.Text != "Yes." || list.Decisions[1].Outcome != "OUTCOME_DUPLICATE" {
+	// The Check, the Complete that reported its result, the duplicate, the
+	// refusal.
+	if list.CallID != call || len(list.Decisions) != 4 || list.Decisions[0].DecisionID != decisionID ||
+		list.Decisions[0].Evidence.Answer.Text != "Yes." || list.Decisions[1].Kind != "DECISION_KIND_COMPLETE" ||
+		list.Decisions[2].Outcome != "OUTCOME_DUPLICATE" {
 		t.Errorf("decisions --json: %+v", list)
 	}
 }

@@ -69,13 +69,23 @@ func runDecisions(ctx context.Context, args []string, e *env) int {
 		return code
 	}
 	p := newPrinter(e.stdout, e)
-	refused := 0
+	checks, refused, completes := 0, 0, 0
 	for _, d := range ds {
-		if d.GetOutcome() == yesguardv1.Outcome_OUTCOME_REFUSE {
+		switch {
+		case d.GetKind() == yesguardv1.DecisionKind_DECISION_KIND_COMPLETE:
+			completes++
+		case d.GetOutcome() == yesguardv1.Outcome_OUTCOME_REFUSE:
 			refused++
+			checks++
+		default:
+			checks++
 		}
 	}
-	fmt.Fprintf(e.stdout, "call %s: %s, %d refused\n", call, plural(len(ds), "decision"), refused)
+	head := fmt.Sprintf("call %s: %s, %d refused", call, plural(checks, "decision"), refused)
+	if completes > 0 {
+		head += ", " + plural(completes, "completion")
+	}
+	fmt.Fprintln(e.stdout, head)
 	for _, d := range ds {
 		fmt.Fprintln(e.stdout)
 		p.decision(d, "")

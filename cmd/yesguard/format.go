@@ -68,6 +68,10 @@ func (p printer) outcome(o yesguardv1.Outcome) string {
 // decision writes one decision's block, each line after indent.
 func (p printer) decision(d *yesguardv1.Decision, indent string) {
 	w := p.w
+	if d.GetKind() == yesguardv1.DecisionKind_DECISION_KIND_COMPLETE {
+		p.completion(d, indent)
+		return
+	}
 	head := fmt.Sprintf("%s %s  %s", p.outcome(d.GetOutcome()), reasonName(d.GetReason()), d.GetTool())
 	if a := d.GetArgs(); a != "" && a != "{}" {
 		head += " " + a
@@ -117,6 +121,23 @@ func (p printer) decision(d *yesguardv1.Decision, indent string) {
 	}
 	if s := d.GetMessage(); s != "" {
 		line("model", s)
+	}
+}
+
+// completion writes a Complete record's block: which ALLOW it reports,
+// and its result.
+func (p printer) completion(d *yesguardv1.Decision, indent string) {
+	head := p.paint(ansiBold, strings.ToUpper(reasonName(d.GetReason()))) + "  " + d.GetTool()
+	fmt.Fprintf(p.w, "%s%s\n", indent, head)
+	line := func(label, text string) { fmt.Fprintf(p.w, "%s  %-9s %s\n", indent, label, text) }
+	id := d.GetDecisionId()
+	if t := d.GetTime(); t != nil {
+		id += "  at " + t.AsTime().Local().Format("15:04:05.000")
+	}
+	line("record", id)
+	line("of", d.GetOriginalDecisionId())
+	if r := d.GetResult(); r != "" {
+		line("result", r)
 	}
 }
 

@@ -1,0 +1,46 @@
+// Package decisions keeps the decision records that ListDecisions serves.
+// A Store is where they are kept: Memory holds them in this process, for
+// one replica; the records of every replica on one NATS go to a JetStream
+// stream that each of them reads.
+//
+// Rules that hold:
+//   - A record is never changed once added: the log writer, the store and
+//     the gRPC answer share it.
+//   - List returns a call's records oldest first, in pages of at most
+//     MaxPageSize; a page token names where the next page starts.
+//   - What a Memory holds is bounded: records per call, bytes in all, and
+//     a call is forgotten a while after its last record.
+package decisions
+
+import (
+	"context"
+	"errors"
+
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+)
+
+// MaxPageSize bounds the records of one List page; it is also the default.
+const MaxPageSize = 1000
+
+// ErrBadPageToken is returned by List for a token it did not issue.
+var ErrBadPageToken = errors.New("page_token: not one this guard issued")
+
+// Store keeps decision records for ListDecisions. Implementations are
+// safe for concurrent use.
+type Store interface {
+	// Add keeps d. An error means it could not be stored (it is still in
+	// the decision log); d must not be changed afterwards.
+	Add(ctx context.Context, d *yesguardv1.Decision) error
+	// List returns up to pageSize (at most MaxPageSize) of the call's
+	// records, oldest first, starting where pageToken says ("" for the
+	// first page), and the token of the next page ("" when none follows).
+	List(ctx context.Context, callID string, pageSize int, pageToken string) ([]*yesguardv1.Decision, string, error)
+}
+
+// pageSize turns a request's page size into the one List uses.
+func pageSize(n int) int {
+	if n <= 0 || n > MaxPageSize {
+		return MaxPageSize
+	}
+	return n
+}

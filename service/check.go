@@ -1,0 +1,216 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/yesguard/yesguard/guard"
+	"github.com/yesguard/yesguard/metrics"
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+)
+
+// Limits on a request.
+const (
+	maxIDBytes  = 128
+	maxRefBytes = 256
+)
+
+// Check validates the request, has the engine judge it, records the
+// decision and answers.
+func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yesguardv1.CheckResponse, error) {
+	start := s.now()
+	if err := validateCheck(req); err != nil {
+		return nil, s.invalid(err)
+	}
+	argsJSON, err := guard.CanonicalArgs(req.GetArgs())
+	if err != nil {
+		return nil, s.invalid(fmt.Errorf("args: %w", err))
+	}
+	hash := guard.ArgsHash(argsJSON)
+	v := s.cfg.Engine.Check(ctx, guard.Request{
+		CallID:         req.GetCallId(),
+		Tool:           req.GetTool(),
+		Args:           req.GetArgs(),
+		ArgsHash:       hash,
+		DecisionID:     ulid.Make().String(),
+		ResponseID:     req.GetResponseId(),
+		RespondingToMS: req.GetRespondingToMs(),
+	})
+	d := &yesguardv1.Decision{
+		DecisionId:         v.DecisionID,
+		Time:               timestamppb.New(start),
+		CallId:             req.GetCallId(),
+		Tool:               req.GetTool(),
+		ToolCallId:         req.GetToolCallId(),
+		ResponseId:         req.GetResponseId(),
+		ArgsHash:           hash,
+		Outcome:            v.Outcome,
+		Reason:             v.Reason,
+		Message:            v.Message,
+		Evidence:           v.Evidence,
+		WaitedMs:           v.Waited.Milliseconds(),
+		PolicyVersion:      v.PolicyVersion,
+		OriginalDecisionId: v.OriginalDecisionID,
+		Args:               string(argsJSON),
+		Kind:               yesguardv1.DecisionKind_DECISION_KIND_CHECK,
+		Replica:            s.cfg.Replica,
+	}
+	s.record(ctx, d)
+
+	tool := req.GetTool()
+	if !v.ToolListed {
+		tool = metrics.OtherTool
+	}
+	outcome := outcomeLabel(v.Outcome)
+	s.m.decisions.WithLabelValues(tool, outcome, reasonLabel(v.Reason)).Inc()
+	s.m.checkDuration.WithLabelValues(outcome).Observe(s.now().Sub(start).Seconds())
+	if kind := hitKind(v.Reason); kind != "" {
+		s.m.hits.WithLabelValues(kind).Inc()
+	}
+	return answer(v, req.GetIncludeEvidence()), nil
+}
+
+// answer is the wire answer of a verdict: the short evidence always, the
+// full evidence only when asked for.
+func answer(v *guard.Verdict, full bool) *yesguardv1.CheckResponse {
+	ev := v.Evidence
+	resp := &yesguardv1.CheckResponse{
+		DecisionId:         v.DecisionID,
+		Outcome:            v.Outcome,
+		Reason:             v.Reason,
+		Message:            v.Message,
+		OriginalDecisionId: v.OriginalDecisionID,
+		OriginalResult:     v.OriginalResult,
+		OriginalRunning:    v.OriginalRunning,
+		WaitedMs:           v.Waited.Milliseconds(),
+		QuestionSentence:   ev.GetQuestionSentence(),
+		AnswerText:         ev.GetAnswer().GetText(),
+		Detail:             ev.GetDetail(),
+	}
+	if full {
+		resp.Evidence = ev
+	}
+	return resp
+}
+
+// record writes d to the sink and the store. The caller may have gone: the
+// store is given a context that its cancellation does not end.
+func (s *Service) record(ctx context.Context, d *yesguardv1.Decision) {
+	if s.cfg.Sink != nil {
+		s.cfg.Sink.Write(d)
+	}
+	if s.cfg.Store == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := s.cfg.Store.Add(sctx, d); err != nil {
+		s.cfg.Logger.Warn("decision record not stored for ListDecisions (it is in the decision log)",
+			zap.String("decision_id", d.GetDecisionId()), zap.Error(err))
+	}
+}
+
+// storeTimeout bounds how long a record's store may hold an answer up.
+const storeTimeout = 2 * time.Second
+
+func (s *Service) invalid(err error) error {
+	s.CountError(codes.InvalidArgument)
+	return status.Error(codes.InvalidArgument, err.Error())
+}
+
+// hitKind is the dedupe_hits kind of a repeat's reason; "" for others.
+func hitKind(r yesguardv1.Reason) string {
+	switch r {
+	case yesguardv1.Reason_REASON_DUPLICATE:
+		return metrics.HitDuplicate
+	case yesguardv1.Reason_REASON_EVIDENCE_USED:
+		return metrics.HitEvidence
+	case yesguardv1.Reason_REASON_QUANTITY_REPEAT:
+		return metrics.HitQuantity
+	}
+	return ""
+}
+
+func enumLabel(name, prefix string) string {
+	return strings.ToLower(strings.TrimPrefix(name, prefix))
+}
+
+// The metric labels of the outcomes and reasons, made once rather than at
+// each Check.
+var (
+	outcomeLabels = enumLabels(yesguardv1.Outcome_name, "OUTCOME_")
+	reasonLabels  = enumLabels(yesguardv1.Reason_name, "REASON_")
+)
+
+func enumLabels(names map[int32]string, prefix string) map[int32]string {
+	out := make(map[int32]string, len(names))
+	for v, name := range names {
+		out[v] = enumLabel(name, prefix)
+	}
+	return out
+}
+
+func outcomeLabel(o yesguardv1.Outcome) string {
+	if l, ok := outcomeLabels[int32(o)]; ok {
+		return l
+	}
+	return enumLabel(o.String(), "OUTCOME_")
+}
+
+func reasonLabel(r yesguardv1.Reason) string {
+	if l, ok := reasonLabels[int32(r)]; ok {
+		return l
+	}
+	return enumLabel(r.String(), "REASON_")
+}
+
+func validateCheck(req *yesguardv1.CheckRequest) error {
+	var errs []error
+	if err := validateID("call_id", req.GetCallId(), true); err != nil {
+		errs = append(errs, err)
+	}
+	if req.GetTool() == "" {
+		errs = append(errs, errors.New("tool: required: the tool's name as the model called it"))
+	} else if !guard.ValidToolName(req.GetTool()) {
+		errs = append(errs, errors.New("tool: 1-128 characters of letters, digits and _ . : -"))
+	}
+	if req.GetRespondingToMs() < 0 {
+		errs = append(errs, errors.New("responding_to_ms: must not be negative"))
+	}
+	for _, f := range []struct{ name, v string }{{"response_id", req.GetResponseId()}, {"tool_call_id", req.GetToolCallId()}} {
+		if len(f.v) > maxRefBytes || !utf8.ValidString(f.v) {
+			errs = append(errs, fmt.Errorf("%s: at most %d bytes of UTF-8", f.name, maxRefBytes))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validateID checks an id that is also a NATS subject token.
+func validateID(field, id string, required bool) error {
+	if id == "" {
+		if required {
+			return fmt.Errorf("%s: required", field)
+		}
+		return nil
+	}
+	if len(id) > maxIDBytes {
+		return fmt.Errorf("%s: at most %d bytes", field, maxIDBytes)
+	}
+	for _, r := range id {
+		if r == '.' || r == '*' || r == '>' || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("%s: %q may not hold '.', '*', '>', spaces or control characters (it is a NATS subject token)", field, id)
+		}
+	}
+	return nil
+}

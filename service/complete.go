@@ -1,0 +1,101 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/oklog/ulid/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/yesguard/yesguard/decisions"
+	"github.com/yesguard/yesguard/dedupe"
+	"github.com/yesguard/yesguard/guard"
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+)
+
+// Complete reports an allowed action's result to the book, so that its
+// duplicates get the result, and writes a Complete record.
+func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest) (*yesguardv1.CompleteResponse, error) {
+	if err := validateID("decision_id", req.GetDecisionId(), true); err != nil {
+		return nil, s.invalid(fmt.Errorf("%w: the decision_id of the ALLOW whose result this is", err))
+	}
+	resultJSON := []byte(nil)
+	if req.GetResult() != nil {
+		b, err := guard.CanonicalArgs(req.GetResult())
+		if err != nil {
+			return nil, s.invalid(fmt.Errorf("result: %w", err))
+		}
+		resultJSON = b
+	}
+	key, err := s.cfg.Book.Complete(ctx, req.GetDecisionId(), req.GetResult(), req.GetFailed())
+	result := "ok"
+	if req.GetFailed() {
+		result = "failed"
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, dedupe.ErrUnknownDecision):
+		result = "unknown"
+		err = status.Errorf(codes.NotFound, "decision_id %q: no allowed action is held for it (never allowed, already failed, or expired)", req.GetDecisionId())
+	case errors.Is(err, dedupe.ErrAlreadyCompleted):
+		result = "unknown"
+		err = status.Errorf(codes.FailedPrecondition, "decision_id %q: its result was already reported", req.GetDecisionId())
+	default:
+		result = "unknown"
+		err = status.Errorf(codes.Unavailable, "complete %q: the shared decision state did not answer; retry: %v", req.GetDecisionId(), err)
+	}
+	s.m.completions.WithLabelValues(result).Inc()
+	if err != nil {
+		s.CountError(status.Code(err))
+		return nil, err
+	}
+	d := &yesguardv1.Decision{
+		DecisionId:         ulid.Make().String(),
+		Time:               timestamppb.New(s.now()),
+		CallId:             key.CallID,
+		Tool:               key.Tool,
+		ArgsHash:           key.ArgsHash,
+		Reason:             yesguardv1.Reason_REASON_COMPLETED,
+		Message:            "the allowed action completed; its duplicates get this result",
+		OriginalDecisionId: req.GetDecisionId(),
+		Result:             string(resultJSON),
+		Kind:               yesguardv1.DecisionKind_DECISION_KIND_COMPLETE,
+		Replica:            s.cfg.Replica,
+	}
+	if req.GetFailed() {
+		d.Reason = yesguardv1.Reason_REASON_FAILED
+		d.Message = "the allowed action failed: its reservation is released and a retry is judged afresh"
+	}
+	s.record(ctx, d)
+	return &yesguardv1.CompleteResponse{DecisionId: d.DecisionId}, nil
+}
+
+// ListDecisions returns a page of a call's records, oldest first, and its
+// transcript as the engine holds it when asked.
+func (s *Service) ListDecisions(ctx context.Context, req *yesguardv1.ListDecisionsRequest) (*yesguardv1.ListDecisionsResponse, error) {
+	if err := validateID("call_id", req.GetCallId(), true); err != nil {
+		return nil, s.invalid(err)
+	}
+	if req.GetPageSize() < 0 {
+		return nil, s.invalid(errors.New("page_size: must not be negative"))
+	}
+	resp := &yesguardv1.ListDecisionsResponse{}
+	if s.cfg.Store != nil {
+		list, next, err := s.cfg.Store.List(ctx, req.GetCallId(), int(req.GetPageSize()), req.GetPageToken())
+		switch {
+		case errors.Is(err, decisions.ErrBadPageToken):
+			return nil, s.invalid(err)
+		case err != nil:
+			s.CountError(codes.Unavailable)
+			return nil, status.Errorf(codes.Unavailable, "list decisions of %q: the decision store did not answer; retry: %v", req.GetCallId(), err)
+		}
+		resp.Decisions, resp.NextPageToken = list, next
+	}
+	if req.GetIncludeTranscript() {
+		resp.Transcript = s.cfg.Engine.Transcript(req.GetCallId())
+	}
+	return resp, nil
+}

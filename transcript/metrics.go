@@ -1,0 +1,27 @@
+package transcript
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yesguard/yesguard/metrics"
+)
+
+// Metrics are the transcript's collectors, shared by a Store and the
+// ingesters that feed it.
+type Metrics struct {
+	Events         *prometheus.CounterVec // type, speaker
+	EventsRejected *prometheus.CounterVec // reason
+	ActiveCalls    prometheus.Gauge
+	CallsEvicted   *prometheus.CounterVec // cause: idle, ended, capacity
+}
+
+// NewMetrics registers the transcript's collectors on reg; a nil reg
+// leaves them unregistered.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	return &Metrics{
+		Events:         metrics.NewCounterVec(reg, metrics.Events),
+		EventsRejected: metrics.NewCounterVec(reg, metrics.EventsRejected),
+		ActiveCalls:    metrics.NewGauge(reg, metrics.ActiveCalls),
+		CallsEvicted:   metrics.NewCounterVec(reg, metrics.CallsEvicted),
+	}
+}
