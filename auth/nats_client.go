@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 )
@@ -133,7 +134,13 @@ func checkCredsFile(path string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := nkeys.ParseDecoratedJWT(b); err != nil {
+	// ParseDecoratedJWT returns undecorated input as it is: decoding the
+	// claims is what tells a JWT.
+	j, err := nkeys.ParseDecoratedJWT(b)
+	if err == nil {
+		_, err = jwt.DecodeUserClaims(j)
+	}
+	if err != nil {
 		return fmt.Errorf("%s: no user JWT in it: %w", path, err)
 	}
 	kp, err := nkeys.ParseDecoratedNKey(b)

@@ -320,3 +320,49 @@ func (e *EmbeddedNATS) GuardOptions() []nats.Option {
 
 // Subjects are the subjects the permissions were written for.
 func (e *EmbeddedNATS) Subjects() Subjects { return e.subjects }
+
+// ExternalNATSConfig is the nats-server configuration docs/security.md
+// recommends for an external server: an account of yesguard's own with
+// JetStream, holding the pipeline's user and the guard's, with the same
+// permissions the embedded server gives them. Passwords come from the
+// server's environment ($YESGUARD_PIPELINE_PASSWORD,
+// $YESGUARD_GUARD_PASSWORD); nkeys or JWTs (an operator setup) carry the
+// same permissions.
+func ExternalNATSConfig(s Subjects) string {
+	s = s.withDefaults()
+	var b strings.Builder
+	b.WriteString("# yesguard's own account: only its streams and KV buckets live here, so\n")
+	b.WriteString("# the guard's JetStream permissions reach nothing else.\n")
+	b.WriteString("accounts {\n  YESGUARD {\n    jetstream: enabled\n    users: [\n")
+	b.WriteString("      # The voice pipeline: publishes transcripts; reads only its own inbox\n")
+	b.WriteString("      # (where JetStream publish acks arrive).\n")
+	writeConfUser(&b, DefaultPipelineUser, "$YESGUARD_PIPELINE_PASSWORD", s.PipelinePermissions())
+	b.WriteString("      # yesguard: reads transcripts; writes decisions; JetStream and KV,\n")
+	b.WriteString("      # with replies under its own inbox (" + s.GuardInbox + ").\n")
+	writeConfUser(&b, "yesguard", "$YESGUARD_GUARD_PASSWORD", s.GuardPermissions())
+	b.WriteString("    ]\n  }\n}\n")
+	return b.String()
+}
+
+func writeConfUser(b *strings.Builder, user, password string, p *natsserver.Permissions) {
+	fmt.Fprintf(b, "      {\n        user: %s\n        password: %s\n        permissions: {\n", user, password)
+	for _, dir := range []struct {
+		name string
+		sp   *natsserver.SubjectPermission
+	}{{"publish", p.Publish}, {"subscribe", p.Subscribe}} {
+		fmt.Fprintf(b, "          %s: { allow: %s", dir.name, confList(dir.sp.Allow))
+		if len(dir.sp.Deny) > 0 {
+			fmt.Fprintf(b, ", deny: %s", confList(dir.sp.Deny))
+		}
+		b.WriteString(" }\n")
+	}
+	b.WriteString("        }\n      }\n")
+}
+
+func confList(subjects []string) string {
+	q := make([]string, len(subjects))
+	for i, s := range subjects {
+		q[i] = `"` + s + `"`
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
