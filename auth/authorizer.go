@@ -353,3 +353,17 @@ func joinRoles(rs []Role) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// RequireRole is the service's own check, behind the interceptor's: it
+// returns a PermissionDenied status unless the caller in ctx holds r. A
+// context without an Identity (no interceptor installed) is refused.
+func RequireRole(ctx context.Context, r Role) error {
+	id, ok := FromContext(ctx)
+	if !ok {
+		return status.Error(codes.PermissionDenied, "no caller identity: the guard's authorisation is not installed")
+	}
+	if !id.Has(r) {
+		return status.Errorf(codes.PermissionDenied, "%s: only the %s role may do this", id, r)
+	}
+	return nil
+}

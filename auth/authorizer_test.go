@@ -37,8 +37,8 @@ func (whoGuard) Check(ctx context.Context, _ *yesguardv1.CheckRequest) (*yesguar
 }
 
 func (whoGuard) Complete(ctx context.Context, _ *yesguardv1.CompleteRequest) (*yesguardv1.CompleteResponse, error) {
-	if id, _ := FromContext(ctx); !id.Has(RolePipeline) {
-		return nil, status.Error(codes.PermissionDenied, "only the pipeline role may Complete")
+	if err := RequireRole(ctx, RolePipeline); err != nil {
+		return nil, err
 	}
 	return &yesguardv1.CompleteResponse{DecisionId: "done"}, nil
 }
@@ -328,5 +328,11 @@ func TestAuthorizeUnknownMethodIsDenied(t *testing.T) {
 	id, ok := FromContext(context.Background())
 	if ok || id.Has(RolePipeline) || id.Has(RoleAuditor) {
 		t.Fatalf("FromContext of a bare context: %+v, %v", id, ok)
+	}
+	wantCode(t, RequireRole(context.Background(), RolePipeline), codes.PermissionDenied, "not installed")
+	auditor := NewContext(context.Background(), Identity{TokenName: "audit", Roles: []Role{RoleAuditor}})
+	wantCode(t, RequireRole(auditor, RolePipeline), codes.PermissionDenied, "token audit [auditor]: only the pipeline role")
+	if err := RequireRole(auditor, RoleAuditor); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -77,6 +77,15 @@ func TestSecurityDocHoldsTheExternalConfig(t *testing.T) {
 	if want := "```\n" + ExternalNATSConfig(Subjects{}) + "```"; !strings.Contains(string(doc), want) {
 		t.Fatalf("docs/security.md lacks the external server's configuration, as ExternalNATSConfig writes it:\n%s", want)
 	}
+	// Its token file example is a valid token file.
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	example, _, _ := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("docs/security.md has no token file example")
+	}
+	if set, err := ParseTokens([]byte(example), "docs/security.md"); err != nil || set.Len() != 2 {
+		t.Fatalf("the token file example: %v", err)
+	}
 }
 
 // TLS with client certificates and a token, against a real server that

@@ -3,6 +3,7 @@ package auth
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -139,5 +140,13 @@ func TestLoadServerTLSErrors(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+	// The test CA's certificates are valid for a day around now.
+	cfg := ServerTLSConfig{CertFile: certFile, KeyFile: keyFile}
+	if _, err := loadServerTLS(cfg, time.Now().Add(48*time.Hour)); err == nil || !strings.Contains(err.Error(), "the certificate expired at") {
+		t.Fatalf("an expired certificate: %v", err)
+	}
+	if _, err := loadServerTLS(cfg, time.Now().Add(-48*time.Hour)); err == nil || !strings.Contains(err.Error(), "not valid before") {
+		t.Fatalf("a certificate not yet valid: %v", err)
 	}
 }
