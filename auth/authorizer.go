@@ -135,11 +135,7 @@ func (id Identity) String() string {
 	var parts []string
 	switch {
 	case id.TokenName != "":
-		rs := make([]string, len(id.Roles))
-		for i, r := range id.Roles {
-			rs[i] = string(r)
-		}
-		parts = append(parts, fmt.Sprintf("token %s [%s]", id.TokenName, strings.Join(rs, ",")))
+		parts = append(parts, fmt.Sprintf("token %s [%s]", id.TokenName, joinRoles(id.Roles, ",")))
 	case id.NoTokens:
 		parts = append(parts, "no tokens configured")
 	default:
@@ -283,7 +279,7 @@ func (a *Authorizer) Authorize(ctx context.Context, method string) (Identity, er
 	if access.kind == accessRole && !tok.Has(access.role) {
 		return id, a.refuse(ctx, method, id, codes.PermissionDenied,
 			fmt.Sprintf("token %q has roles [%s]; %s needs the %s role: call it with a %s token",
-				tok.Name, joinRoles(tok.Roles), method, access.role, access.role))
+				tok.Name, joinRoles(tok.Roles, ","), method, access.role, access.role))
 	}
 	return id, nil
 }
@@ -344,14 +340,6 @@ func clientSubject(ctx context.Context) string {
 		return ""
 	}
 	return info.State.VerifiedChains[0][0].Subject.String()
-}
-
-func joinRoles(rs []Role) string {
-	s := make([]string, len(rs))
-	for i, r := range rs {
-		s[i] = string(r)
-	}
-	return strings.Join(s, ",")
 }
 
 // RequireRole is the service's own check, behind the interceptor's: it

@@ -308,15 +308,15 @@ func (p *tokenParser) roles(key string, v *yaml.Node) []Role {
 	return out
 }
 
-func roleList() string {
-	var b strings.Builder
-	for i, r := range roles() {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(string(r))
+func roleList() string { return joinRoles(roles(), ", ") }
+
+// joinRoles writes roles with sep between them.
+func joinRoles(rs []Role, sep string) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = string(r)
 	}
-	return b.String()
+	return strings.Join(s, sep)
 }
 
 func isHex(s string) bool {
@@ -332,16 +332,7 @@ func isHex(s string) bool {
 // TokenEntry is the YAML entry of a token file for a token, as `yesguard
 // token` prints it.
 func TokenEntry(name, token string, rs []Role) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "  - name: %s\n    sha256: %s\n    roles: [", name, HashToken(token))
-	for i, r := range rs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(string(r))
-	}
-	b.WriteString("]\n")
-	return b.String()
+	return fmt.Sprintf("  - name: %s\n    sha256: %s\n    roles: [%s]\n", name, HashToken(token), joinRoles(rs, ", "))
 }
 
 // ParseRoles parses a comma-separated role list ("pipeline,auditor").

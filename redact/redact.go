@@ -234,9 +234,12 @@ func (r *Redactor) Text(s string) string {
 // values to look for in its speech.
 type scrubber struct {
 	r *Redactor
-	// repl maps each removed value (lower case) to what replaces it.
+	// repl maps each removed value (lower case) to what replaces it; vals
+	// are its keys, longest first.
 	repl map[string]string
-	re   *regexp.Regexp
+	vals []string
+	// re is built only for text whose lower case is not the same length.
+	re *regexp.Regexp
 }
 
 // fields parses a JSON document (args or result) and applies the drop and
@@ -288,7 +291,7 @@ func (s *scrubber) document(doc string, v *any) string {
 
 // values removes remembered values from every string in v.
 func (s *scrubber) values(v any) any {
-	if s.re == nil {
+	if len(s.vals) == 0 {
 		return v
 	}
 	switch t := v.(type) {
@@ -347,38 +350,84 @@ func (s *scrubber) remember(v any, with string) {
 	}
 }
 
-// compile builds one case-insensitive pattern of every remembered value,
-// longest first, so that a value inside a longer one does not split it.
+// compile orders the remembered values longest first, so that a value
+// inside a longer one does not split it.
 func (s *scrubber) compile() {
-	if len(s.repl) == 0 {
-		return
-	}
-	vals := make([]string, 0, len(s.repl))
+	s.vals = make([]string, 0, len(s.repl))
 	for v := range s.repl {
-		vals = append(vals, v)
+		s.vals = append(s.vals, v)
 	}
-	sort.Slice(vals, func(i, j int) bool {
-		if len(vals[i]) != len(vals[j]) {
-			return len(vals[i]) > len(vals[j])
+	sort.Slice(s.vals, func(i, j int) bool {
+		if len(s.vals[i]) != len(s.vals[j]) {
+			return len(s.vals[i]) > len(s.vals[j])
 		}
-		return vals[i] < vals[j]
+		return s.vals[i] < s.vals[j]
 	})
-	for i, v := range vals {
-		vals[i] = regexp.QuoteMeta(v)
-	}
-	s.re = regexp.MustCompile("(?i)" + strings.Join(vals, "|"))
 }
 
-// replace removes remembered values from t.
+// replace removes remembered values from t, ignoring case: the leftmost
+// value at each place, the longest first.
 func (s *scrubber) replace(t string) string {
-	if s.re == nil {
+	if len(s.vals) == 0 {
 		return t
+	}
+	lower, ok := lowerInPlace(t)
+	if !ok {
+		return s.replaceFolded(t)
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(lower); {
+		matched := ""
+		for _, v := range s.vals {
+			if strings.HasPrefix(lower[i:], v) {
+				matched = v
+				break
+			}
+		}
+		if matched == "" {
+			i++
+			continue
+		}
+		b.WriteString(t[last:i])
+		b.WriteString(s.repl[matched])
+		i += len(matched)
+		last = i
+	}
+	if last == 0 {
+		return t
+	}
+	b.WriteString(t[last:])
+	return b.String()
+}
+
+// lowerInPlace lowers t when every rune keeps its byte length, so that an
+// index into the result is one into t. ok is false otherwise (a few
+// letters, such as the Kelvin sign, change length).
+func lowerInPlace(t string) (string, bool) {
+	for _, r := range t {
+		if l := unicode.ToLower(r); l != r && utf8.RuneLen(l) != utf8.RuneLen(r) {
+			return "", false
+		}
+	}
+	return strings.ToLower(t), true
+}
+
+// replaceFolded is replace for text lowerInPlace cannot index: one
+// case-insensitive pattern of every value, longest first.
+func (s *scrubber) replaceFolded(t string) string {
+	if s.re == nil {
+		quoted := make([]string, len(s.vals))
+		for i, v := range s.vals {
+			quoted[i] = regexp.QuoteMeta(v)
+		}
+		s.re = regexp.MustCompile("(?i)" + strings.Join(quoted, "|"))
 	}
 	return s.re.ReplaceAllStringFunc(t, func(m string) string {
 		if with, ok := s.repl[strings.ToLower(m)]; ok {
 			return with
 		}
-		return Dropped // a case folding ToLower does not undo: hide it all the same
+		return Dropped // a folding ToLower does not undo: hide it all the same
 	})
 }
 
