@@ -108,10 +108,10 @@ func (s Subjects) PipelinePermissions() *natsserver.Permissions {
 	}
 }
 
-// GuardPermissions are the guard's: read transcripts and its own inbox;
-// publish decision records and what JetStream streams, consumers and KV
-// buckets need (the JetStream API, acks, flow control replies, KV
-// writes). It may not publish transcripts.
+// GuardPermissions are the guard's: read transcripts, decision records
+// and its own inbox; publish decision records and what JetStream streams,
+// consumers and KV buckets need (the JetStream API, acks, flow control
+// replies, KV writes). It may not publish transcripts.
 func (s Subjects) GuardPermissions() *natsserver.Permissions {
 	s = s.withDefaults()
 	return &natsserver.Permissions{
@@ -120,7 +120,7 @@ func (s Subjects) GuardPermissions() *natsserver.Permissions {
 			Deny:  []string{s.TranscriptPrefix + ".>"},
 		},
 		Subscribe: &natsserver.SubjectPermission{
-			Allow: []string{s.TranscriptPrefix + ".>", s.GuardInbox + ".>"},
+			Allow: []string{s.TranscriptPrefix + ".>", s.DecisionsPrefix + ".>", s.GuardInbox + ".>"},
 		},
 	}
 }
