@@ -48,7 +48,7 @@ func runCheck(ctx context.Context, args []string, e *env) int {
 		argsJSON = string(b)
 	}
 
-	guard, cc, err := dialGuard(c.grpcAddr)
+	guard, cc, err := c.dialGuard()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "yesguard check: %v\n", err)
 		return exitUsage

@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/yesguard/yesguard/auth"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/server"
 )
@@ -31,6 +31,12 @@ type clientFlags struct {
 	natsURL       string
 	subjectPrefix string
 	json          bool
+	// grpcAuth is the gRPC client side: TLS and the bearer token.
+	grpcAuth auth.ClientConfig
+	// natsAuth is the NATS client side. Its flags read no environment
+	// variable: serve's YESGUARD_NATS_* are the guard's own credentials,
+	// not the pipeline's.
+	natsAuth auth.NATSClientConfig
 
 	envNames []string
 }
@@ -46,12 +52,28 @@ func clientFlagSet(name, args, about string, e *env, grpc, nats bool) (*flag.Fla
 	}
 	if grpc {
 		fs.StringVar(&c.grpcAddr, "grpc-addr", server.DefaultGRPCAddr, "`host:port` of the guard's gRPC server")
-		c.envNames = append(c.envNames, "grpc-addr")
+		g := &c.grpcAuth
+		fs.StringVar(&g.Token, "token", "", "bearer `token` for a guard with --grpc-tokens; prefer YESGUARD_TOKEN, which ps does not show")
+		fs.BoolVar(&g.TLS, "tls", false, "use TLS, verifying the guard with the system's roots")
+		fs.StringVar(&g.CAFile, "tls-ca", "", "PEM `file` of the CA that verifies the guard (implies --tls)")
+		fs.StringVar(&g.CertFile, "tls-cert", "", "client certificate PEM `file`, for a guard with --grpc-client-ca")
+		fs.StringVar(&g.KeyFile, "tls-key", "", "client key PEM `file`")
+		fs.StringVar(&g.ServerName, "tls-server-name", "", "`name` the guard's certificate must hold, when it is not the address's host")
+		c.envNames = append(c.envNames, "grpc-addr", "token", "tls-ca", "tls-cert", "tls-key", "tls-server-name")
 	}
 	if nats {
 		fs.StringVar(&c.natsURL, "nats-url", defaultNATSURL, "NATS server `URL` the guard reads transcripts from")
 		fs.StringVar(&c.subjectPrefix, "subject-prefix", server.DefaultSubjectPrefix, "transcripts go to <`prefix`>.<call_id>")
 		c.envNames = append(c.envNames, "nats-url", "subject-prefix")
+		n := &c.natsAuth
+		fs.StringVar(&n.CredsFile, "nats-creds", "", "the pipeline's NATS .creds `file`")
+		fs.StringVar(&n.NkeySeedFile, "nats-nkey", "", "`file` holding the pipeline's NATS nkey seed")
+		fs.StringVar(&n.TokenFile, "nats-token-file", "", "`file` holding a NATS server token")
+		fs.StringVar(&n.User, "nats-user", "", "NATS `user` (the embedded server's pipeline user is \"pipeline\")")
+		fs.StringVar(&n.PasswordFile, "nats-password-file", "", "`file` holding the NATS user's password")
+		fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "PEM `file` of the CA that verifies the NATS server")
+		fs.StringVar(&n.TLSCert, "nats-tls-cert", "", "client certificate PEM `file` for NATS")
+		fs.StringVar(&n.TLSKey, "nats-tls-key", "", "client key PEM `file` for NATS")
 	}
 	fs.BoolVar(&c.json, "json", false, "print one JSON document instead of text")
 	bindEnv(fs, c.envNames...)
@@ -129,23 +151,35 @@ func usageError(name string, err error, e *env) int {
 	return exitUsage
 }
 
-// dialGuard returns a client of the Guard service at addr. It does not
-// connect: the first call does.
-func dialGuard(addr string) (yesguardv1.GuardClient, *grpc.ClientConn, error) {
-	target := dialTarget(addr)
-	cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// dialGuard returns a client of the Guard service at --grpc-addr, with
+// the TLS and token flags. It does not connect: the first call does.
+func (c *clientFlags) dialGuard() (yesguardv1.GuardClient, *grpc.ClientConn, error) {
+	cfg := c.grpcAuth
+	cfg.Target = dialTarget(c.grpcAddr)
+	opts, err := cfg.DialOptions()
 	if err != nil {
-		return nil, nil, fmt.Errorf("grpc-addr %s: %w", target, err)
+		return nil, nil, err
+	}
+	cc, err := grpc.NewClient(cfg.Target, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("grpc-addr %s: %w", cfg.Target, err)
 	}
 	return yesguardv1.NewGuardClient(cc), cc, nil
 }
 
-// connectNATS connects to the guard's transcript feed.
-func connectNATS(url string) (*nats.Conn, error) {
-	nc, err := nats.Connect(url, nats.Name("yesguard-cli"), nats.Timeout(3*time.Second), nats.MaxReconnects(0))
+// connectNATS connects to the guard's transcript feed, with the --nats-*
+// credential and TLS flags.
+func (c *clientFlags) connectNATS() (*nats.Conn, error) {
+	url := c.natsURL
+	opts, err := c.natsAuth.Options(url)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, nats.Name("yesguard-cli"), nats.Timeout(3*time.Second), nats.MaxReconnects(0))
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w (is the guard running? Its embedded server listens on --nats-listen, %s by default)",
-			server.RedactURLs(url), err, server.DefaultNATSListen)
+			auth.RedactURLs(url), err, server.DefaultNATSListen)
 	}
 	return nc, nil
 }

@@ -34,7 +34,7 @@ func runComplete(ctx context.Context, args []string, e *env) int {
 			return usageError(name, fmt.Errorf("result: %w", err), e)
 		}
 	}
-	guard, cc, err := dialGuard(c.grpcAddr)
+	guard, cc, err := c.dialGuard()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "yesguard complete: %v\n", err)
 		return exitUsage

@@ -25,7 +25,7 @@ func runDecisions(ctx context.Context, args []string, e *env) int {
 	if err := checkCallID(call); err != nil {
 		return usageError(name, err, e)
 	}
-	guard, cc, err := dialGuard(c.grpcAddr)
+	guard, cc, err := c.dialGuard()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "yesguard decisions: %v\n", err)
 		return exitUsage

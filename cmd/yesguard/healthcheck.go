@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/server"
 )
 
@@ -24,6 +24,12 @@ func runHealthcheck(ctx context.Context, args []string, e *env) int {
 	addr := fs.String("grpc-addr", server.DefaultGRPCAddr, "`host:port` of yesguard's gRPC server; an unspecified host means this host")
 	service := fs.String("service", "", `health service to check: "" (the process) or `+server.GuardService+" (the guard and its transcript feed)")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
+	var tlsCfg auth.ClientConfig
+	fs.BoolVar(&tlsCfg.TLS, "tls", false, "use TLS, verifying the guard with the system's roots")
+	fs.StringVar(&tlsCfg.CAFile, "tls-ca", "", "PEM `file` of the CA that verifies the guard (implies --tls)")
+	fs.StringVar(&tlsCfg.CertFile, "tls-cert", "", "client certificate PEM `file`, for a guard with --grpc-client-ca")
+	fs.StringVar(&tlsCfg.KeyFile, "tls-key", "", "client key PEM `file`")
+	fs.StringVar(&tlsCfg.ServerName, "tls-server-name", "", "`name` the guard's certificate must hold")
 	bindEnv(fs, "grpc-addr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -42,7 +48,13 @@ func runHealthcheck(ctx context.Context, args []string, e *env) int {
 	}
 
 	target := dialTarget(*addr)
-	cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	tlsCfg.Target = target
+	opts, err := tlsCfg.DialOptions() // health needs no token
+	if err != nil {
+		fmt.Fprintf(e.stderr, "yesguard healthcheck: %v\n", err)
+		return exitUsage
+	}
+	cc, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "yesguard healthcheck: %s: %v\n", target, err)
 		return exitUsage

@@ -47,6 +47,7 @@ var commands = map[string]command{
 	"complete":    {"report an allowed call's result: complete <decision_id> ['<json result>']", runComplete},
 	"decisions":   {"print a call's evidence and refusal log: decisions <call>", runDecisions},
 	"probe":       {"run the buyer's probes against a running guard; exit 1 if one fails", runProbe},
+	"token":       {"make a gRPC bearer token and its entry for --grpc-tokens (token hash: an existing token's)", runToken},
 }
 
 // env is what a command may use of the process, so that tests can give

@@ -9,6 +9,7 @@ import (
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/probe"
 	"github.com/yesguard/yesguard/server"
 )
@@ -41,7 +42,7 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	guard, cc, err := dialGuard(c.grpcAddr)
+	guard, cc, err := c.dialGuard()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "yesguard probe: %v\n", err)
 		return exitUsage
@@ -62,7 +63,7 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "yesguard probe: warning: the guard at %s says %s: its transcript feed is down, so it refuses everything\n",
 			target, hresp.GetStatus())
 	}
-	nc, err := connectNATS(c.natsURL)
+	nc, err := c.connectNATS()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "yesguard probe: %v\n", err)
 		return exitError
@@ -78,7 +79,7 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 	var progress func(probe.Result)
 	if !c.json {
 		fmt.Fprintf(e.stdout, "Probing the guard at %s: %d probes, transcripts to %s on %s.<call>, each answer %s after its Check.\n",
-			target, len(names), server.RedactURLs(c.natsURL), c.subjectPrefix, ms(*lag))
+			target, len(names), auth.RedactURLs(c.natsURL), c.subjectPrefix, ms(*lag))
 		i := 0
 		progress = func(r probe.Result) {
 			i++
@@ -102,7 +103,7 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 			Failed        int            `json:"failed"`
 			DurationMS    int64          `json:"duration_ms"`
 			Results       []probe.Result `json:"results"`
-		}{target, server.RedactURLs(c.natsURL), c.subjectPrefix, len(results) - failed, failed, time.Since(start).Milliseconds(), results}); err != nil {
+		}{target, auth.RedactURLs(c.natsURL), c.subjectPrefix, len(results) - failed, failed, time.Since(start).Milliseconds(), results}); err != nil {
 			fmt.Fprintf(e.stderr, "yesguard probe: %v\n", err)
 			return exitError
 		}

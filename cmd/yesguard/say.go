@@ -44,7 +44,7 @@ func runSay(_ context.Context, args []string, e *env) int {
 		Text: text, Final: !*interim, Lang: *lang, ResponseID: *responseID,
 	}
 
-	nc, err := connectNATS(c.natsURL)
+	nc, err := c.connectNATS()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "yesguard say: %v\n", err)
 		return exitError

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/server"
 )
 
@@ -99,7 +100,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	bi := server.ReadBuildInfo()
 	log.Info("yesguard listening",
 		zap.String("grpc", srv.GRPCAddr()),
-		zap.String("nats", server.RedactURLs(srv.NATSURL())),
+		zap.String("nats", auth.RedactURLs(srv.NATSURL())),
 		zap.String("subjects", cfg.SubjectPrefix+".<call_id>"),
 		zap.String("http", srv.HTTPAddr()),
 		zap.String("decision_log", cfg.DecisionLog),
