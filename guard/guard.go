@@ -100,6 +100,9 @@ type Request struct {
 	// the model answers ended: the engine waits for a caller final that
 	// reaches it.
 	RespondingToMS int64
+	// Wait, optional, is how long to wait for the caller's turn instead of
+	// the policy's wait for the tool; the policy's max_wait caps it.
+	Wait time.Duration
 }
 
 // GetCallId, GetResponseId and GetRespondingToMs read a Request as the

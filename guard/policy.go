@@ -33,8 +33,14 @@ type Policy struct {
 
 // Defaults are the policy-wide settings.
 type Defaults struct {
-	// Wait is how long a Check waits for the caller's current turn.
+	// Wait is how long a Check waits for the caller's current turn, for
+	// tools that set no wait of their own. Fit it to the recogniser: the
+	// time from end of speech to its final transcript differs several-fold
+	// between providers (README, "Waits").
 	Wait Duration `yaml:"wait"`
+	// MaxWait caps every wait: the defaults' and the tools' `wait`, and
+	// a Check's own `wait_ms`.
+	MaxWait Duration `yaml:"max_wait"`
 	// DuplicateWindow: the same action (call, tool, arguments) allowed
 	// again within it is a DUPLICATE.
 	DuplicateWindow Duration `yaml:"duplicate_window"`
@@ -58,6 +64,8 @@ type Tool struct {
 	Objects map[string][]string `yaml:"objects"`
 	// Bind names arguments whose values the confirming question must state.
 	Bind []string `yaml:"bind"`
+	// Wait, when set, replaces defaults.wait for this tool.
+	Wait *Duration `yaml:"wait"`
 	// Record marks a tool that records items (an order line).
 	Record *Record `yaml:"record"`
 }
@@ -99,6 +107,7 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 // Default settings.
 const (
 	DefaultWait            = 900 * time.Millisecond
+	DefaultMaxWait         = 3 * time.Second
 	DefaultDuplicateWindow = 15 * time.Second
 	DefaultQuantityWindow  = 8 * time.Second
 	DefaultMaxAnswerAge    = 30 * time.Second
@@ -110,6 +119,9 @@ func (p *Policy) SetDefaults() {
 	d := &p.Defaults
 	if d.Wait == 0 {
 		d.Wait = Duration(DefaultWait)
+	}
+	if d.MaxWait == 0 {
+		d.MaxWait = Duration(max(DefaultMaxWait, d.Wait.D()))
 	}
 	if d.DuplicateWindow == 0 {
 		d.DuplicateWindow = Duration(DefaultDuplicateWindow)
@@ -146,6 +158,7 @@ func (p *Policy) Validate() error {
 		max  time.Duration
 	}{
 		{"defaults.wait", d.Wait, time.Minute},
+		{"defaults.max_wait", d.MaxWait, time.Minute},
 		{"defaults.duplicate_window", d.DuplicateWindow, 24 * time.Hour},
 		{"defaults.quantity_window", d.QuantityWindow, 24 * time.Hour},
 		{"defaults.max_answer_age", d.MaxAnswerAge, 24 * time.Hour},
@@ -153,6 +166,9 @@ func (p *Policy) Validate() error {
 		if f.v <= 0 || f.v.D() > f.max {
 			bad(f.name, "must be above 0 and at most %s, got %s", f.max, f.v.D())
 		}
+	}
+	if d.Wait > d.MaxWait {
+		bad("defaults.wait", "%s is above defaults.max_wait (%s)", d.Wait.D(), d.MaxWait.D())
 	}
 	if !langRE.MatchString(d.DefaultLang) {
 		bad("defaults.default_lang", "%q is not a BCP-47 language tag such as en or es-MX", d.DefaultLang)
@@ -179,6 +195,9 @@ func (p *Policy) Validate() error {
 				}
 			}
 		}
+		if t.Wait != nil && (*t.Wait <= 0 || *t.Wait > d.MaxWait) {
+			bad(field+".wait", "must be above 0 and at most defaults.max_wait (%s), got %s", d.MaxWait.D(), t.Wait.D())
+		}
 		for i, b := range t.Bind {
 			if strings.TrimSpace(b) == "" {
 				bad(fmt.Sprintf("%s.bind[%d]", field, i), "empty argument name")
@@ -196,6 +215,20 @@ func (p *Policy) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// WaitFor is how long a Check of tool waits for the caller's turn: the
+// request's own wait when it asks for one (capped at max_wait), else the
+// tool's, else the defaults'.
+func (p *Policy) WaitFor(tool string, requested time.Duration) time.Duration {
+	d := p.Defaults
+	if requested > 0 {
+		return min(requested, d.MaxWait.D())
+	}
+	if t := p.Tools[tool]; t != nil && t.Wait != nil {
+		return t.Wait.D()
+	}
+	return d.Wait.D()
 }
 
 // Version identifies the policy's bytes (empty for a policy built in code).

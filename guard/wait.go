@@ -19,11 +19,12 @@ func (c *check) look() (view, <-chan struct{}) {
 }
 
 // waitTurn waits, woken by the call's transcript changes, until the
-// caller's current turn is in (see ready), the policy's wait ends, or the
-// caller's deadline is near. It returns the view to judge.
+// caller's current turn is in (see ready), the wait ends (Policy.WaitFor:
+// the request's, the tool's or the defaults', never above max_wait), or
+// the caller's deadline is near. It returns the view to judge.
 func (c *check) waitTurn(ctx context.Context) view {
 	t0 := c.g.now()
-	limit := c.rs.policy.Defaults.Wait.D()
+	limit := c.rs.policy.WaitFor(c.req.Tool, c.req.Wait)
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl) - deadlineMargin; left < limit {
 			limit = max(left, 0)

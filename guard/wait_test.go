@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,4 +127,56 @@ func TestUnknownCallThatAppearsDuringTheWait(t *testing.T) {
 	h.say("late", transcript.Agent, "Shall I submit the appeal?")
 	h.say("late", transcript.Caller, "Yes.")
 	want(t, <-got, allow, yesguardv1.Reason_REASON_CONFIRMED)
+}
+
+func TestWaitFor(t *testing.T) {
+	pol, err := ParsePolicy(strings.NewReader(`
+defaults: {wait: 900ms, max_wait: 2s}
+tools:
+  slow_stt_tool: {wait: 1800ms}
+  plain_tool: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		tool      string
+		requested time.Duration
+		want      time.Duration
+	}{
+		{"defaults", "plain_tool", 0, 900 * time.Millisecond},
+		{"unlisted tool takes the defaults", "refund_order", 0, 900 * time.Millisecond},
+		{"the tool's own wait", "slow_stt_tool", 0, 1800 * time.Millisecond},
+		{"the request's wait beats the tool's", "slow_stt_tool", 300 * time.Millisecond, 300 * time.Millisecond},
+		{"the request's wait is capped at max_wait", "plain_tool", time.Minute, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pol.WaitFor(tc.tool, tc.requested); got != tc.want {
+				t.Fatalf("WaitFor(%q, %s) = %s, want %s", tc.tool, tc.requested, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPolicyRejectsWaitsAboveMaxWait(t *testing.T) {
+	_, err := ParsePolicy(strings.NewReader("defaults: {wait: 3s, max_wait: 2s}\ntools:\n  t1: {wait: 5s}\n  t2: {wait: 0s}\n"))
+	for _, field := range []string{"defaults.wait", "tools.t1.wait", "tools.t2.wait"} {
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("error %v does not name %s", err, field)
+		}
+	}
+}
+
+// A Check's own wait_ms replaces the tool's wait: with the tool waiting
+// 5 s and the request 50 ms, an unanswered question is judged long before
+// the tool's wait would end.
+func TestRequestWaitReplacesTheToolWait(t *testing.T) {
+	h := longWait(t)
+	h.say("c", transcript.Agent, "Shall I submit the appeal?")
+	resp := h.check("c", "submit_appeal", nil, func(r *Request) { r.Wait = 50 * time.Millisecond })
+	want(t, resp, refuse, yesguardv1.Reason_REASON_NO_ANSWER)
+	if resp.GetWaitedMs() >= 4000 {
+		t.Fatalf("waited %d ms: the request's 50 ms wait was not used", resp.GetWaitedMs())
+	}
 }

@@ -24,6 +24,9 @@ import (
 const (
 	maxIDBytes  = 128
 	maxRefBytes = 256
+	// maxWaitMS bounds wait_ms before the policy's max_wait caps it, so
+	// that a huge value is an error, not an overflow.
+	maxWaitMS = 60_000
 )
 
 // Check validates the request, has the engine judge it, records the
@@ -46,6 +49,7 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 		DecisionID:     ulid.Make().String(),
 		ResponseID:     req.GetResponseId(),
 		RespondingToMS: req.GetRespondingToMs(),
+		Wait:           time.Duration(req.GetWaitMs()) * time.Millisecond,
 	})
 	d := &yesguardv1.Decision{
 		DecisionId:         v.DecisionID,
@@ -187,6 +191,9 @@ func validateCheck(req *yesguardv1.CheckRequest) error {
 	}
 	if req.GetRespondingToMs() < 0 {
 		errs = append(errs, errors.New("responding_to_ms: must not be negative"))
+	}
+	if w := req.GetWaitMs(); w < 0 || w > maxWaitMS {
+		errs = append(errs, fmt.Errorf("wait_ms: 0 (the policy's wait) to %d; the policy's max_wait caps it", maxWaitMS))
 	}
 	for _, f := range []struct{ name, v string }{{"response_id", req.GetResponseId()}, {"tool_call_id", req.GetToolCallId()}} {
 		if len(f.v) > maxRefBytes || !utf8.ValidString(f.v) {

@@ -123,11 +123,17 @@ func TestMalformedCheck(t *testing.T) {
 	if _, err := h.checkErr("c", "submit_appeal", big, false); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "args") {
 		t.Errorf("oversized args = %v, want InvalidArgument naming args", err)
 	}
+	for _, w := range []int64{-1, 60_001} {
+		_, err := h.svc.Check(context.Background(), &yesguardv1.CheckRequest{CallId: "c", Tool: "submit_appeal", WaitMs: w})
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "wait_ms") {
+			t.Errorf("wait_ms %d = %v, want InvalidArgument naming wait_ms", w, err)
+		}
+	}
 	if n := len(h.sink.all()); n != 0 {
 		t.Errorf("malformed checks wrote %d decisions", n)
 	}
-	if got := testutil.ToFloat64(h.svc.m.errors.WithLabelValues("InvalidArgument")); got != 6 {
-		t.Errorf("check_errors{InvalidArgument} = %v, want 6", got)
+	if got := testutil.ToFloat64(h.svc.m.errors.WithLabelValues("InvalidArgument")); got != 8 {
+		t.Errorf("check_errors{InvalidArgument} = %v, want 8", got)
 	}
 }
 
