@@ -1,0 +1,174 @@
+// The example's guard logic against a real guard, with LiveKit's own
+// AgentSession, events, chat messages, speech handles and RunContext, and
+// no room: the session's events are emitted as LiveKit emits them.
+
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { asLanguageCode, initializeLogger, llm, voice } from "@livekit/agents";
+import type { Msg } from "@nats-io/transport-node";
+import { startGuard, waitFor, type RunningGuard } from "@yesguard/client/testing";
+import type { GuardClient, TranscriptPublisher } from "@yesguard/client";
+import { z } from "zod";
+import { callIdOf, guardedTool, publishTranscript } from "../src/yesguard.js";
+
+initializeLogger({ pretty: false, level: "warn" });
+
+const QUESTION = "Shall I submit your appeal A-17 now?";
+
+describe("the LiveKit example's guard logic", () => {
+  let g: RunningGuard;
+  let guard: GuardClient;
+  let publisher: TranscriptPublisher;
+
+  before(async () => {
+    g = await startGuard();
+    guard = g.client();
+    publisher = await g.publisher({ source: "livekit-agent", lang: "en" });
+  });
+  after(async () => g?.stop());
+
+  /** A session bridged to the guard for one call, and LiveKit-shaped ways to drive it. */
+  function call(name: string) {
+    const callId = callIdOf("room.with dots", `${name}-${g.callId("job")}`);
+    const session = new voice.AgentSession({});
+    const stop = publishTranscript(session, publisher, callId, (err) => assert.fail(`publish failed: ${String(err)}`));
+    const runs: string[] = [];
+    const tool = guardedTool({
+      guard,
+      callId,
+      name: "submit_appeal",
+      description: "Submit the caller's appeal once they have confirmed it.",
+      parameters: z.object({ appeal_id: z.string() }),
+      run: async ({ appeal_id }) => {
+        runs.push(appeal_id);
+        return { status: "submitted", appeal_id };
+      },
+    });
+    /** A new agent reply (a speech handle), as LiveKit creates one. */
+    const reply = () => {
+      const handle = voice.SpeechHandle.create();
+      session.emit(voice.AgentSessionEventTypes.SpeechCreated, voice.createSpeechCreatedEvent({ userInitiated: false, source: "generate_reply", speechHandle: handle }));
+      return handle;
+    };
+    /** The agent said `text` as part of `handle`'s reply: AgentActivity adds it to the handle, then emits it. */
+    const agentSaid = (handle: voice.SpeechHandle, text: string, interrupted = false) => {
+      const msg = llm.ChatMessage.create({ role: "assistant", content: text, interrupted });
+      handle._itemAdded([msg]);
+      session.emit(voice.AgentSessionEventTypes.ConversationItemAdded, voice.createConversationItemAddedEvent(msg));
+    };
+    const callerSays = (text: string) => {
+      session.emit(voice.AgentSessionEventTypes.UserStateChanged, voice.createUserStateChangedEvent("listening", "speaking"));
+      session.emit(voice.AgentSessionEventTypes.UserInputTranscribed, voice.createUserInputTranscribedEvent({ transcript: text.split(" ")[0]!, isFinal: false, language: asLanguageCode("en") }));
+      session.emit(voice.AgentSessionEventTypes.UserInputTranscribed, voice.createUserInputTranscribedEvent({ transcript: text, isFinal: true, language: asLanguageCode("en") }));
+      session.emit(voice.AgentSessionEventTypes.UserStateChanged, voice.createUserStateChangedEvent("speaking", "listening"));
+    };
+    /** The model calls submit_appeal within `handle`'s reply, as LiveKit's tool executor does. */
+    const callTool = (handle: voice.SpeechHandle, appealId = "A-17") =>
+      tool.execute(
+        { appeal_id: appealId },
+        {
+          ctx: new voice.RunContext(session, handle, llm.FunctionCall.create({ callId: `fc-${handle.id}`, name: "submit_appeal", args: JSON.stringify({ appeal_id: appealId }) })),
+          toolCallId: `fc-${handle.id}`,
+          abortSignal: new AbortController().signal,
+        },
+      );
+    return { callId, session, stop, runs, reply, agentSaid, callerSays, callTool };
+  }
+
+  test("publishes the session's events as the contract's transcript events", async () => {
+    const c = call("events");
+    const nc = await g.natsConn();
+    const msgs: Msg[] = [];
+    const sub = nc.subscribe(`yesguard.transcript.${c.callId}`, { callback: (err, m) => void (err || msgs.push(m)) });
+    await nc.flush();
+    const h = c.reply();
+    c.agentSaid(h, QUESTION);
+    c.callerSays("Yes please");
+    c.agentSaid(c.reply(), "Let me", true);
+    await waitFor(() => msgs.length === 6, "6 events");
+    sub.unsubscribe();
+    c.stop();
+    const got = msgs.map((m) => m.json<Record<string, unknown>>());
+    assert.deepEqual(
+      got.map((e) => [e.speaker, e.type, e.text, e.final, e.interrupted]),
+      [
+        ["agent", "transcript", QUESTION, true, false],
+        ["caller", "speech_started", undefined, undefined, undefined],
+        ["caller", "transcript", "Yes", false, undefined],
+        ["caller", "transcript", "Yes please", true, undefined],
+        ["caller", "speech_stopped", undefined, undefined, undefined],
+        ["agent", "transcript", "Let me", true, true],
+      ],
+    );
+    assert.equal(got[0]!.response_id, h.id, "the agent's words carry their speech handle's id");
+    assert.equal(got[3]!.lang, "en");
+    assert.deepEqual(got.map((e) => e.seq), [1, 2, 3, 4, 5, 6]);
+    assert.match(c.callId, /^room_with_dots-events-/, "the room name made one subject token");
+  });
+
+  test("the tool runs on the yes it waited for", async () => {
+    const c = call("race");
+    // The model's tool call arrives before the caller's transcript.
+    const out = await g.race({
+      setup: () => c.agentSaid(c.reply(), QUESTION),
+      events: 1,
+      call: () => c.callTool(c.reply()),
+      answer: () => c.callerSays("Yes."),
+    });
+    assert.deepEqual(out, { status: "submitted", appeal_id: "A-17" });
+    assert.deepEqual(c.runs, ["A-17"]);
+    // The model calls it again: the original's result, no second submission.
+    assert.deepEqual(await c.callTool(c.reply()), { status: "submitted", appeal_id: "A-17" });
+    assert.deepEqual(c.runs, ["A-17"]);
+    c.stop();
+  });
+
+  test("a refusal is LiveKit's ToolError carrying the guard's message", async () => {
+    const c = call("refuse");
+    const out = g.race({
+      setup: () => c.agentSaid(c.reply(), QUESTION),
+      events: 1,
+      call: () => c.callTool(c.reply()),
+      answer: () => c.callerSays("Yes. Wait, no."),
+    });
+    await assert.rejects(out, (err: unknown) => {
+      assert.ok(err instanceof llm.ToolError, String(err));
+      assert.match(err.message, /Do not submit the appeal/);
+      return true;
+    });
+    assert.deepEqual(c.runs, []);
+    c.stop();
+  });
+
+  test("the agent's speech in the tool call's own reply is not 'the agent spoke after'", async () => {
+    // The same words, the same order; only the reply the filler belongs to differs.
+    for (const sameReply of [true, false]) {
+      const c = call(sameReply ? "filler-same" : "filler-other");
+      const seen = await g.eventsSeen();
+      c.agentSaid(c.reply(), QUESTION);
+      c.callerSays("Yes.");
+      const toolReply = c.reply();
+      c.agentSaid(sameReply ? toolReply : c.reply(), "Sure, submitting it now.");
+      await g.waitEvents(seen + 6);
+      const decisions: string[] = [];
+      try {
+        await c.callTool(toolReply);
+        decisions.push("ran");
+      } catch (err) {
+        assert.ok(err instanceof llm.ToolError, String(err));
+        decisions.push(err.message);
+      }
+      const [rec] = (await guard.listDecisions({ callId: c.callId })).decisions;
+      if (sameReply) {
+        assert.deepEqual(decisions, ["ran"], `refused: ${decisions.join()}`);
+        assert.equal(rec?.responseId, toolReply.id);
+        assert.equal(rec?.outcome, "allow");
+      } else {
+        assert.equal(c.runs.length, 0);
+        assert.equal(rec?.outcome, "refuse");
+        assert.equal(rec?.reason, "agent_spoke_after");
+      }
+      c.stop();
+    }
+  });
+});
