@@ -43,8 +43,10 @@
 // files (LoadKeyFile, LoadKeyDir) or are generated into the data directory
 // at first start (OpenKeyDir). JWKSHandler publishes the public keys.
 //
-// # Verifying
+// # Verifying and redeeming
 //
 // A Verifier checks tokens with a KeySource: the guard's own KeySet, a JWKS
-// document (ParseJWKS) or a JWKS URL (RemoteJWKS).
+// document (ParseJWKS) or a JWKS URL (RemoteJWKS). A Ledger over a
+// JetStream KV bucket redeems a verified approval exactly once across
+// replicas.
 package approval
