@@ -3,6 +3,7 @@ package approval
 import (
 	"crypto/ed25519"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,63 @@ func FuzzVerify(f *testing.F) {
 		}
 		if errors.Is(err, ErrSignature) && c != nil {
 			t.Fatalf("claims returned for a bad signature: %+v", c)
+		}
+	})
+}
+
+// FuzzParseJWKS feeds the JWKS parser (a document fetched from a URL) any
+// bytes: it must never panic, and what it accepts holds only Ed25519
+// public keys under valid key ids.
+func FuzzParseJWKS(f *testing.F) {
+	ks, err := NewKeySet([]Key{newKey(f, "k1", time.Time{}), newKey(f, "k2", newClock().Now())}, KeySetOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{
+		string(ks.JWKS()), `{"keys":[]}`, `{}`, `[]`, `{"keys":[{"kty":"OKP","crv":"Ed25519","x":"","kid":"a"}]}`,
+		`{"keys":[{"kty":"oct","k":"c2VjcmV0","kid":"s"}]}`,
+		`{"keys":[{"kty":"EC","crv":"P-256","kid":"ec","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		set, err := ParseJWKS(doc)
+		if err != nil {
+			return
+		}
+		if len(set.keys) == 0 {
+			t.Fatal("an accepted JWKS with no key")
+		}
+		for kid, pub := range set.keys {
+			if checkKeyID(kid) != nil || len(pub) != ed25519.PublicKeySize {
+				t.Fatalf("accepted key %q (%d bytes)", kid, len(pub))
+			}
+		}
+	})
+}
+
+// FuzzParseKeyFile feeds the key file parser any bytes: it must never
+// panic, and what it accepts is an Ed25519 key with a valid key id.
+func FuzzParseKeyFile(f *testing.F) {
+	dir := f.TempDir()
+	k, err := GenerateKeyFile(dir, newClock().Now())
+	if err != nil {
+		f.Fatal(err)
+	}
+	data, err := os.ReadFile(k.Source)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte("-----BEGIN PRIVATE KEY-----\nKey-Id: x\n\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		k, err := parseKeyFile(data)
+		if err != nil {
+			return
+		}
+		if len(k.Private) != ed25519.PrivateKeySize || checkKeyID(k.ID) != nil {
+			t.Fatalf("accepted key %+v", k)
 		}
 	})
 }

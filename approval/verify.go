@@ -99,9 +99,11 @@ func NewJWKSVerifier(jwks []byte, opts VerifierOptions) (*Verifier, error) {
 // Verify checks a token: its form and header, its signature with the key
 // its kid names, its claims, its issuer and its expiry. It returns the
 // claims, or an error wrapping one of the sentinel errors. Once the
-// signature has verified, the claims are returned with a later error too
-// (ErrIssuer, ErrExpired, ErrMismatch), for the record: never act on them
-// when the error is not nil.
+// signature has verified and the claims are well formed, they are
+// returned with a later error too (ErrIssuer, ErrMalformed for a lifetime
+// or issue time out of bounds, ErrExpired, and ErrMismatch from
+// VerifyAction), for the record: never act on them when the error is not
+// nil.
 func (v *Verifier) Verify(token string) (*Claims, error) {
 	h, payload, err := v.checkSignature(token)
 	if err != nil {
