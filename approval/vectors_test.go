@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -163,5 +165,31 @@ func TestCanonicalVectors(t *testing.T) {
 		if canon, err := CanonicalJSON([]byte(r.Input)); err == nil {
 			t.Errorf("rejected %q: CanonicalJSON(%s) = %s, want an error", r.Name, r.Input, canon)
 		}
+	}
+}
+
+// TestCanonicalVectorsInOtherLanguages runs the rule as docs/approvals.md
+// tells a JavaScript and a Python backend to write it
+// (testdata/crosscheck/) over the committed vectors, so the document and
+// the vectors are known to be enough to match the guard. CI has node;
+// python3 is run where it is installed.
+func TestCanonicalVectorsInOtherLanguages(t *testing.T) {
+	for _, tc := range []struct{ bin, script string }{
+		{"node", "canonical.mjs"},
+		{"python3", "canonical.py"},
+	} {
+		t.Run(tc.bin, func(t *testing.T) {
+			bin, err := exec.LookPath(tc.bin)
+			if err != nil {
+				t.Skipf("%s is not installed", tc.bin)
+			}
+			out, err := exec.Command(bin, filepath.Join("testdata", "crosscheck", tc.script), vectorsFile).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s %s: %v\n%s", tc.bin, tc.script, err, out)
+			}
+			if want := fmt.Sprintf("%d passed, 0 failed", len(vectorInputs)); !strings.Contains(string(out), want) {
+				t.Fatalf("%s %s said %q, want %q", tc.bin, tc.script, out, want)
+			}
+		})
 	}
 }
