@@ -6,7 +6,11 @@
 // # The token
 //
 // An approval is a JWT in JWS compact serialization, signed with EdDSA
-// (Ed25519, RFC 8037), built and checked with github.com/go-jose/go-jose/v4.
+// (Ed25519, RFC 8037). github.com/go-jose/go-jose/v4 verifies it and
+// publishes the keys (JWK, JWKS, RFC 7638 thumbprints); the signing is the
+// few lines of RFC 7515's compact form around crypto/ed25519, so that an
+// ALLOW pays for the signature and little else.
+//
 // JWS was chosen over PASETO v4.public, which is as sound a format, because
 // the guard must publish its keys as a JWKS at /.well-known/jwks.json, and
 // JWKS, kid and key rotation are JOSE's own (RFC 7517, RFC 7638): every

@@ -94,7 +94,9 @@ type keySnapshot struct {
 type liveKey struct {
 	Key
 	public ed25519.PublicKey
-	signer jose.Signer
+	// header is the token's first part for this key, base64url: the JWS
+	// protected header {"alg":"EdDSA","kid":...,"typ":TokenType}.
+	header string
 	// retiredAt is the successor's SignsFrom; zero for the last key.
 	retiredAt time.Time
 }
@@ -147,15 +149,9 @@ func newSnapshot(keys []Key) (*keySnapshot, error) {
 			}
 			continue
 		}
-		signer, err := jose.NewSigner(
-			jose.SigningKey{Algorithm: jose.EdDSA, Key: jose.JSONWebKey{Key: k.Private, KeyID: k.ID}},
-			(&jose.SignerOptions{}).WithType(TokenType),
-		)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("approval key %s: %w", k.describe(), err))
-			continue
-		}
-		lk := &liveKey{Key: k, public: pub, signer: signer}
+		// The key id needs no JSON escaping (checkKeyID).
+		header := `{"alg":"EdDSA","kid":"` + k.ID + `","typ":"` + TokenType + `"}`
+		lk := &liveKey{Key: k, public: pub, header: base64.RawURLEncoding.EncodeToString([]byte(header))}
 		snap.byID[k.ID] = lk
 		snap.keys = append(snap.keys, lk)
 	}

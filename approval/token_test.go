@@ -105,6 +105,18 @@ func TestApprovalVerifiesWithTheJWKS(t *testing.T) {
 		t.Errorf("turn claim = %v", turn)
 	}
 
+	// go-jose on its own reads and verifies it as a JWS.
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.EdDSA})
+	if err != nil {
+		t.Fatalf("go-jose parse: %v", err)
+	}
+	if p, err := jws.Verify(f.keys.Keys()[0].Public); err != nil || string(p) != string(mustJSON(t, signed.wire())) {
+		t.Errorf("go-jose verify: %s, %v", p, err)
+	}
+	if h := jws.Signatures[0].Protected; h.KeyID != "k1" || h.Algorithm != "EdDSA" || h.ExtraHeaders["typ"] != TokenType {
+		t.Errorf("go-jose reads the header as %+v", h)
+	}
+
 	// The guard's own key set verifies it too (Redeem).
 	if _, err := NewVerifier(f.keys, f.opts).Verify(token); err != nil {
 		t.Errorf("Verify with the key set: %v", err)
