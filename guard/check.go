@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/dedupe"
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
@@ -190,12 +191,12 @@ func (c *check) decide(ctx context.Context) {
 		return
 	}
 	if c.req.ArgsHash == "" {
-		b, err := CanonicalArgs(c.req.Args)
+		b, err := approval.CanonicalArgs(c.req.Args)
 		if err != nil {
 			c.refuse(yesguardv1.Reason_REASON_INTERNAL, &yesguardv1.Evidence{Detail: "args: " + err.Error()})
 			return
 		}
-		c.req.ArgsHash = ArgsHash(b)
+		c.req.ArgsHash = approval.ArgsHash(b)
 	}
 	qtySet := c.tool.quantitySet(c.args)
 	req := dedupe.Request{

@@ -87,7 +87,7 @@ type Request struct {
 	// Args are the model's arguments.
 	Args *structpb.Struct
 	// ArgsHash identifies the arguments in the action's key (the hex
-	// sha256 of CanonicalArgs); empty, the engine computes it.
+	// sha256 of approval.CanonicalArgs); empty, the engine computes it.
 	ArgsHash string
 	// DecisionID names the decision: an ALLOW's reservation is held, and
 	// completed, under it. Empty, the engine makes a ULID.

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/guard"
 	"github.com/yesguard/yesguard/metrics"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
@@ -36,11 +37,11 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 	if err := validateCheck(req); err != nil {
 		return nil, s.invalid(err)
 	}
-	argsJSON, err := guard.CanonicalArgs(req.GetArgs())
+	argsJSON, err := approval.CanonicalArgs(req.GetArgs())
 	if err != nil {
 		return nil, s.invalid(fmt.Errorf("args: %w", err))
 	}
-	hash := guard.ArgsHash(argsJSON)
+	hash := approval.ArgsHash(argsJSON)
 	v := s.cfg.Engine.Check(ctx, guard.Request{
 		CallID:         req.GetCallId(),
 		Tool:           req.GetTool(),

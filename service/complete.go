@@ -10,9 +10,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/dedupe"
-	"github.com/yesguard/yesguard/guard"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
 
@@ -24,7 +24,7 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 	}
 	resultJSON := []byte(nil)
 	if req.GetResult() != nil {
-		b, err := guard.CanonicalArgs(req.GetResult())
+		b, err := approval.CanonicalArgs(req.GetResult())
 		if err != nil {
 			return nil, s.invalid(fmt.Errorf("result: %w", err))
 		}

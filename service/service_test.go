@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/dedupe"
 	"github.com/yesguard/yesguard/guard"
@@ -119,7 +120,7 @@ func TestMalformedCheck(t *testing.T) {
 			t.Errorf("Check(%q, %q) = %v, want InvalidArgument naming %s", tc.call, tc.tool, err, tc.field)
 		}
 	}
-	big := map[string]any{"blob": strings.Repeat("x", guard.MaxArgsBytes)}
+	big := map[string]any{"blob": strings.Repeat("x", approval.MaxArgsBytes)}
 	if _, err := h.checkErr("c", "submit_appeal", big, false); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "args") {
 		t.Errorf("oversized args = %v, want InvalidArgument naming args", err)
 	}

@@ -1,0 +1,322 @@
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Ledger errors.
+var (
+	// ErrAlreadyRedeemed: the decision was redeemed before (on any
+	// replica) and not released, or its action completed.
+	ErrAlreadyRedeemed = errors.New("approval: already redeemed")
+	// ErrCompleted: Release after Done; a completed action is never
+	// released.
+	ErrCompleted = errors.New("approval: already completed")
+	// ErrLedgerUnavailable: the KV could not be read or written. Nothing
+	// was redeemed: refuse, and let the backend retry.
+	ErrLedgerUnavailable = errors.New("approval: ledger unavailable")
+)
+
+// DefaultLedgerPrefix is the prefix of the ledger's keys: a decision's
+// entry is "approval.<decision id>".
+const DefaultLedgerPrefix = "approval."
+
+// ledgerMargin is how long an entry outlives its token beyond the skew.
+const ledgerMargin = 30 * time.Second
+
+// casAttempts bounds the read-and-compare-and-set rounds of Release and
+// Done; each lost round means another writer changed the entry.
+const casAttempts = 8
+
+// LedgerOptions configures a Ledger. Zero fields take the defaults.
+type LedgerOptions struct {
+	// Prefix of the ledger's keys in the bucket; default
+	// DefaultLedgerPrefix. It must be a valid KV key prefix ending in ".".
+	Prefix string
+	// MaxTTL is the longest approval lifetime (the key set's MaxTTL) and
+	// Skew the clock difference allowed (the key set's): entries are kept
+	// until every token they name has expired. Defaults DefaultMaxTTL and
+	// DefaultSkew.
+	MaxTTL time.Duration
+	Skew   time.Duration
+	// Replica names this replica in the entries it writes.
+	Replica string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Ledger makes the redeem of an approval exactly once across every
+// replica sharing a JetStream KV bucket. A decision's entry moves only by
+// atomic operations on the KV's per-key revisions, never by reading and
+// then writing blind:
+//
+//   - Redeem claims it with Create: of any number of redeems racing on any
+//     replicas exactly one creates the entry; the others are
+//     ErrAlreadyRedeemed.
+//   - Release (the action failed) removes a redeemed entry with a purge
+//     conditional on the revision it read, so a retry can redeem again.
+//   - Done (the action succeeded) turns a redeemed entry into a completed
+//     one with an update conditional on its revision (or creates it
+//     completed), after which no Redeem succeeds and Release is
+//     ErrCompleted.
+//
+// A read that comes from a follower and is stale makes the conditional
+// write fail and the round start again; a stale read can only make
+// Release a no-op or Redeem refuse, never let a second redeem through.
+//
+// Entries are bounded: a redeemed entry and a release marker carry a TTL
+// past their token's expiry; a completed one lives for the bucket's max
+// age, which NewLedger requires to cover a token's life.
+type Ledger struct {
+	kv     jetstream.KeyValue
+	opts   LedgerOptions
+	retain time.Duration
+}
+
+// ledgerEntry is the value of a decision's key.
+type ledgerEntry struct {
+	State     string `json:"state"` // "redeemed" or "done"
+	Replica   string `json:"replica,omitempty"`
+	At        int64  `json:"at_ms"`
+	ExpiresAt int64  `json:"exp,omitempty"` // the token's, for a redeemed entry
+}
+
+const (
+	stateRedeemed = "redeemed"
+	stateDone     = "done"
+)
+
+// LedgerBucketConfig is a bucket of its own for the ledger: per-key TTLs
+// on, and a max age covering any token's life.
+func LedgerBucketConfig(name string, opts LedgerOptions) jetstream.KeyValueConfig {
+	opts.setDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:         name,
+		Description:    "yesguard approvals: the exactly-once redeem ledger",
+		History:        1,
+		TTL:            opts.retain(),
+		LimitMarkerTTL: time.Minute,
+	}
+}
+
+func (o *LedgerOptions) setDefaults() {
+	if o.Prefix == "" {
+		o.Prefix = DefaultLedgerPrefix
+	}
+	timingDefaults(&o.MaxTTL, &o.Skew, &o.Now)
+}
+
+// retain is how long any entry must stay: past the expiry of the longest
+// token a verifier accepts when it is written (issued up to Skew ahead of
+// this clock, valid MaxTTL, accepted Skew past its expiry).
+func (o *LedgerOptions) retain() time.Duration { return o.MaxTTL + 2*o.Skew + ledgerMargin }
+
+// NewLedger builds a ledger over kv, which may be shared with other state
+// (the keys are prefixed). The bucket must allow per-key TTLs
+// (LimitMarkerTTL set) and have a max age (TTL) of at least
+// MaxTTL + 2 Skew + 30s, so that no entry leaves before its token expires
+// and completed entries do not pile up: LedgerBucketConfig is such a
+// bucket.
+func NewLedger(ctx context.Context, kv jetstream.KeyValue, opts LedgerOptions) (*Ledger, error) {
+	opts.setDefaults()
+	l := &Ledger{kv: kv, opts: opts, retain: opts.retain()}
+	if !jetstreamKeyPrefixValid(opts.Prefix) {
+		return nil, fmt.Errorf("approval ledger: prefix %q: letters, digits, '-', '_', '=', '/' and '.' only, ending in '.'", opts.Prefix)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("approval ledger: bucket status: %w", err)
+	}
+	if st.LimitMarkerTTL() <= 0 {
+		return nil, fmt.Errorf("approval ledger: bucket %q has no per-key TTLs: create it with LimitMarkerTTL set (see LedgerBucketConfig)", st.Bucket())
+	}
+	if age := st.TTL(); age < l.retain {
+		what := "no max age, so completed approvals would stay forever"
+		if age > 0 {
+			what = fmt.Sprintf("a max age of %s, so an entry could leave before its approval expires", age)
+		}
+		return nil, fmt.Errorf("approval ledger: bucket %q has %s: give it a TTL of at least %s (see LedgerBucketConfig)", st.Bucket(), what, l.retain)
+	}
+	return l, nil
+}
+
+func jetstreamKeyPrefixValid(p string) bool {
+	return p != "" && p[0] != '.' && p[len(p)-1] == '.' && !strings.Contains(p, "..") && onlyChars(p, "-_=/.")
+}
+
+// Key is the KV key of a decision's entry.
+func (l *Ledger) Key(decisionID string) string { return l.opts.Prefix + decisionID }
+
+func (l *Ledger) key(decisionID string) (string, error) {
+	if err := checkDecisionID(decisionID); err != nil {
+		return "", fmt.Errorf("approval ledger: decision id: %w", err)
+	}
+	return l.Key(decisionID), nil
+}
+
+func (l *Ledger) value(state string, exp time.Time) []byte {
+	e := ledgerEntry{State: state, Replica: l.opts.Replica, At: l.opts.Now().UnixMilli()}
+	if !exp.IsZero() {
+		e.ExpiresAt = exp.Unix()
+	}
+	b, _ := json.Marshal(e) // a struct of strings and ints cannot fail
+	return b
+}
+
+// Redeem claims the approval's decision, once: nil means this caller may
+// execute the action. c must come from a verification that succeeded.
+// Errors: ErrExpired (the token's life is over), ErrAlreadyRedeemed,
+// ErrLedgerUnavailable.
+func (l *Ledger) Redeem(ctx context.Context, c *Claims) error {
+	key, err := l.key(c.DecisionID)
+	if err != nil {
+		return err
+	}
+	// The entry must outlive every verifier's acceptance of the token.
+	ttl := c.ExpiresAt.Add(l.opts.Skew + ledgerMargin).Sub(l.opts.Now())
+	if ttl <= ledgerMargin {
+		return fmt.Errorf("%w: at %s", ErrExpired, c.ExpiresAt.Format(time.RFC3339))
+	}
+	if ttl > l.retain {
+		// Only a verifier allowing longer tokens than this ledger's MaxTTL
+		// lets one through; the bucket's max age could drop its entry early.
+		return fmt.Errorf("%w: expires %s, later than this ledger's MaxTTL allows", ErrMalformed, c.ExpiresAt.Format(time.RFC3339))
+	}
+	ttl = (ttl + time.Second - 1).Truncate(time.Second) // the server's TTLs are whole seconds
+	_, err = l.kv.Create(ctx, key, l.value(stateRedeemed, c.ExpiresAt), jetstream.KeyTTL(ttl))
+	switch {
+	case err == nil:
+		return nil
+	case isConflict(err):
+		return fmt.Errorf("%w: decision %s", ErrAlreadyRedeemed, c.DecisionID)
+	default:
+		return fmt.Errorf("%w: redeem %s: %w", ErrLedgerUnavailable, c.DecisionID, err)
+	}
+}
+
+// isConflict is a compare-and-set that lost: the key exists, or its
+// revision moved. Create reports a lost race either way (it retries on a
+// delete marker with the revision it read).
+func isConflict(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// read is the decision's entry: nil when there is none (never redeemed, or
+// released).
+func (l *Ledger) read(ctx context.Context, key string) (jetstream.KeyValueEntry, *ledgerEntry, error) {
+	e, err := l.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: read %s: %w", ErrLedgerUnavailable, key, err)
+	}
+	var v ledgerEntry
+	if err := json.Unmarshal(e.Value(), &v); err != nil || (v.State != stateRedeemed && v.State != stateDone) {
+		// Not written by a ledger: refuse to touch it.
+		return nil, nil, fmt.Errorf("%w: %s holds %q, not a ledger entry", ErrLedgerUnavailable, key, e.Value())
+	}
+	return e, &v, nil
+}
+
+// Release lets the decision be redeemed again (its action failed). It is
+// a no-op for a decision not redeemed, and ErrCompleted after Done.
+func (l *Ledger) Release(ctx context.Context, decisionID string) error {
+	key, err := l.key(decisionID)
+	if err != nil {
+		return err
+	}
+	for range casAttempts {
+		e, v, err := l.read(ctx, key)
+		switch {
+		case err != nil:
+			return err
+		case v == nil:
+			return nil
+		case v.State == stateDone:
+			return fmt.Errorf("%w: decision %s", ErrCompleted, decisionID)
+		}
+		err = l.kv.Purge(ctx, key, jetstream.LastRevision(e.Revision()), jetstream.PurgeTTL(l.retain))
+		if err == nil {
+			return nil
+		}
+		if !isConflict(err) {
+			return fmt.Errorf("%w: release %s: %w", ErrLedgerUnavailable, decisionID, err)
+		}
+	}
+	return fmt.Errorf("%w: release %s: the entry kept changing", ErrLedgerUnavailable, decisionID)
+}
+
+// Done records that the decision's action completed: it is never redeemed
+// again, even if it was never redeemed before. Done twice is a no-op.
+func (l *Ledger) Done(ctx context.Context, decisionID string) error {
+	key, err := l.key(decisionID)
+	if err != nil {
+		return err
+	}
+	for range casAttempts {
+		e, v, err := l.read(ctx, key)
+		if err != nil {
+			return err
+		}
+		switch {
+		case v == nil:
+			_, err = l.kv.Create(ctx, key, l.value(stateDone, time.Time{}), jetstream.KeyTTL(l.retain))
+		case v.State == stateDone:
+			return nil
+		default:
+			// Update drops the per-key TTL: the bucket's max age bounds the
+			// completed entry (NewLedger checked it covers the token).
+			_, err = l.kv.Update(ctx, key, l.value(stateDone, time.Time{}), e.Revision())
+		}
+		if err == nil {
+			return nil
+		}
+		if !isConflict(err) {
+			return fmt.Errorf("%w: done %s: %w", ErrLedgerUnavailable, decisionID, err)
+		}
+	}
+	return fmt.Errorf("%w: done %s: the entry kept changing", ErrLedgerUnavailable, decisionID)
+}
+
+// LedgerState is where a decision stands in the ledger.
+type LedgerState string
+
+// Ledger states.
+const (
+	LedgerOpen     LedgerState = "open" // never redeemed, or released
+	LedgerRedeemed LedgerState = "redeemed"
+	LedgerDone     LedgerState = "done"
+)
+
+// State reads where a decision stands, for messages and records (a read
+// may lag a write made on another replica a moment ago). Decisions are
+// made by Redeem, Release and Done, never on a State.
+func (l *Ledger) State(ctx context.Context, decisionID string) (LedgerState, error) {
+	key, err := l.key(decisionID)
+	if err != nil {
+		return "", err
+	}
+	_, v, err := l.read(ctx, key)
+	switch {
+	case err != nil:
+		return "", err
+	case v == nil:
+		return LedgerOpen, nil
+	case v.State == stateDone:
+		return LedgerDone, nil
+	default:
+		return LedgerRedeemed, nil
+	}
+}
