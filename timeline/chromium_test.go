@@ -201,8 +201,10 @@ func artefacts(t *testing.T) string {
 // NATS and gRPC against a real guard, opens the call's page in headless
 // Chromium with scripts off, checks what it shows, and saves a screenshot.
 func TestTimelineInChromium(t *testing.T) {
-	ctx := browser(t)
+	// The guard first: cleanups run last first, so the browser, and the
+	// connections it holds open, are gone before the guard stops.
 	c := startGuard(t, "buyer-demo-1")
+	ctx := browser(t)
 
 	c.say("agent", "Thanks, I have everything I need for your appeal.", 0, 2400)
 	c.say("agent", "Shall I submit your appeal now?", 2400, 4100)
@@ -290,8 +292,8 @@ func TestTimelineInChromium(t *testing.T) {
 // like markup are shown as words, in a real browser: no element, no
 // script, no request comes of them.
 func TestTimelineHostileTextInChromium(t *testing.T) {
-	ctx := browser(t)
 	c := startGuard(t, `x"<img-src=x-onerror=alert(1)/`)
+	ctx := browser(t)
 	c.say("agent", `Shall I submit <img src=x onerror="document.title='owned'"> your appeal?</mark><script>document.title='owned'</script>`, 0, 1000)
 	c.raced(`Yes <b>please</b> <a href="javascript:alert(1)">go</a>`, 1200, 1900)
 

@@ -100,8 +100,10 @@ type markView struct {
 	Href  string
 	Title string
 	Label string
-	// LabelX places the label (percent): after the mark's end.
-	LabelX string
+	// LabelX places the label (percent): inside the mark when LabelIn,
+	// else after its end.
+	LabelX  string
+	LabelIn bool
 	// Y and LabelY place a tick's grid line end and label (px).
 	Y, LabelY int
 }
@@ -179,8 +181,9 @@ type countView struct {
 // callPage builds a call's page from its records (oldest first) and its
 // transcript as the engine holds it.
 func callPage(id string, recs []*yesguardv1.Decision, transcript []*yesguardv1.Turn) *callView {
-	v := &callView{CallID: id, Kept: len(transcript) == 0}
+	v := &callView{CallID: id}
 	turns := mergeTurns(transcript, recs)
+	v.Kept = len(transcript) == 0 && len(turns) > 0
 
 	var t0 time.Time
 	for _, t := range turns {
@@ -506,6 +509,10 @@ func axes(turns []turnView, checks []*checkView, t0 time.Time) []axisView {
 		if c.Kind == "check" {
 			w := max(pos(c.time.Add(c.waited))-pos(c.time), 0.6)
 			m.Width, m.LabelX = pct(w), pct(pos(c.time)+w)
+			if w >= 4 {
+				// Room inside the bar: the label stays on its own check.
+				m.LabelX, m.LabelIn = m.Left, true
+			}
 			m.Title = fmt.Sprintf("#%d %s %s at %s, waited %s: %s", c.N, c.Outcome, c.Reason, c.At, c.Waited, c.Why)
 		} else {
 			m.Title = fmt.Sprintf("#%d %s at %s", c.N, c.Kind, c.At)
@@ -638,7 +645,7 @@ func listPage(recs []*yesguardv1.Decision, now time.Time, signedIn bool) listVie
 
 func ago(d time.Duration) string {
 	switch {
-	case d < 0:
+	case d < 10*time.Second:
 		return "just now"
 	case d < time.Minute:
 		return fmt.Sprintf("%d s ago", int(d.Seconds()))
