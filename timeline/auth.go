@@ -57,7 +57,7 @@ func (h *Handler) signedIn(r *http.Request) bool {
 func (h *Handler) guarded(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h.cfg.Tokens == nil {
-			next(w, r)
+			next(w, r.WithContext(auth.NewContext(r.Context(), auth.Identity{NoTokens: true})))
 			return
 		}
 		token, fromHeader := presented(r)
@@ -85,7 +85,9 @@ func (h *Handler) guarded(next http.HandlerFunc) http.Handler {
 				"Token "+tok.Name+" does not hold the auditor role, which reading calls needs. Sign in with an auditor token ('yesguard token --roles auditor' makes one).")
 			return
 		}
-		next(w, r)
+		// The service sees who reads, as the gRPC interceptor would tell it
+		// (auth.RequireRole).
+		next(w, r.WithContext(auth.NewContext(r.Context(), auth.Identity{TokenName: tok.Name, Roles: tok.Roles})))
 	})
 }
 

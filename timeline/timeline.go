@@ -181,8 +181,12 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request) {
 		resp, err := h.cfg.Decisions.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{
 			CallId: id, PageToken: token, IncludeTranscript: page == 0,
 		})
-		if status.Code(err) == codes.InvalidArgument {
+		switch status.Code(err) {
+		case codes.InvalidArgument:
 			h.problem(w, r, http.StatusBadRequest, "Not a call id", status.Convert(err).Message())
+			return
+		case codes.PermissionDenied, codes.Unauthenticated:
+			h.problem(w, r, http.StatusForbidden, "This token may not read calls", status.Convert(err).Message())
 			return
 		}
 		if err != nil {

@@ -67,7 +67,18 @@ func newGuard(t *testing.T) *guardOf {
 }
 
 func (g *guardOf) pages(tokens *auth.Tokens) http.Handler {
-	return timeline.New(timeline.Config{Decisions: g.svc, Recent: g.records, Tokens: tokens})
+	return timeline.New(timeline.Config{Decisions: roleChecked{g.svc}, Recent: g.records, Tokens: tokens})
+}
+
+// roleChecked is the service with its own role check in front, as
+// auth.RequireRole puts one: the pages must tell it who reads.
+type roleChecked struct{ svc *service.Service }
+
+func (r roleChecked) ListDecisions(ctx context.Context, req *yesguardv1.ListDecisionsRequest) (*yesguardv1.ListDecisionsResponse, error) {
+	if err := auth.RequireRole(ctx, auth.RoleAuditor); err != nil {
+		return nil, err
+	}
+	return r.svc.ListDecisions(ctx, req)
 }
 
 func (g *guardOf) say(call string, sp transcript.Speaker, text string) {
