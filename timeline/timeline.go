@@ -22,7 +22,9 @@
 //     that the page's token form sets (HttpOnly, SameSite=Strict, scoped to
 //     /calls). The token is looked up at every request, so a token removed
 //     from the file (and SIGHUP) stops working at once. Without a token
-//     file the pages are open, as the gRPC methods are.
+//     file the pages are open, as the gRPC methods are. Either way the
+//     service's ListDecisions is told who reads (an auth.Identity in the
+//     context), as the gRPC interceptor tells it.
 //   - Pages carry caller data: they are never cached (Cache-Control:
 //     no-store) and never framed.
 package timeline
