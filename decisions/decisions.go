@@ -8,6 +8,8 @@
 //     the gRPC answer share it.
 //   - List returns a call's records oldest first, in pages of at most
 //     MaxPageSize; a page token names where the next page starts.
+//   - Recent returns each call's newest record, the calls whose newest
+//     record is newest first, at most MaxRecent of them.
 //   - What a Memory holds is bounded: records per call, bytes in all, and
 //     a call is forgotten a while after its last record.
 package decisions
@@ -22,6 +24,9 @@ import (
 // MaxPageSize bounds the records of one List page; it is also the default.
 const MaxPageSize = 1000
 
+// MaxRecent bounds the calls of one Recent answer; it is also the default.
+const MaxRecent = 500
+
 // ErrBadPageToken is returned by List for a token it did not issue.
 var ErrBadPageToken = errors.New("page_token: not one this guard issued")
 
@@ -35,6 +40,18 @@ type Store interface {
 	// records, oldest first, starting where pageToken says ("" for the
 	// first page), and the token of the next page ("" when none follows).
 	List(ctx context.Context, callID string, pageSize int, pageToken string) ([]*yesguardv1.Decision, string, error)
+	// Recent returns the newest record of each of up to limit calls (at
+	// most MaxRecent; <= 0 means MaxRecent), the call whose newest record
+	// is newest first: the list of recent calls the timeline page shows.
+	Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision, error)
+}
+
+// recentLimit turns a Recent limit into the one Recent uses.
+func recentLimit(n int) int {
+	if n <= 0 || n > MaxRecent {
+		return MaxRecent
+	}
+	return n
 }
 
 // pageSize turns a request's page size into the one List uses.

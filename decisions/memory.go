@@ -2,6 +2,7 @@ package decisions
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -180,6 +181,36 @@ func (s *Memory) List(_ context.Context, callID string, size int, token string) 
 		next = page[len(page)-1].GetDecisionId()
 	}
 	return page, next, nil
+}
+
+// Recent returns the newest record of each of up to limit calls, the
+// call whose newest record is newest first. It holds one shard's lock at a
+// time, so a Check recording meanwhile waits for one shard's scan at most.
+func (s *Memory) Recent(_ context.Context, limit int) ([]*yesguardv1.Decision, error) {
+	limit = recentLimit(limit)
+	var out []*yesguardv1.Decision
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, c := range sh.calls {
+			if n := len(c.list); n > 0 {
+				out = append(out, c.list[n-1])
+			}
+		}
+		sh.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b *yesguardv1.Decision) int {
+		// Newest first; records of one instant by decision id, newest
+		// first too (ULIDs sort by time).
+		if c := b.GetTime().AsTime().Compare(a.GetTime().AsTime()); c != 0 {
+			return c
+		}
+		return strings.Compare(b.GetDecisionId(), a.GetDecisionId())
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // Sweep forgets the calls with no record for longer than the TTL, and

@@ -54,3 +54,37 @@ func TestMemoryBounds(t *testing.T) {
 		t.Fatalf("sweep forgot %d calls, %d bytes left", n, s.Bytes())
 	}
 }
+
+// TestMemoryRecent: each call's newest record, newest call first, bounded
+// by the limit; a call's older records never stand for it.
+func TestMemoryRecent(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemory(MemoryLimits{})
+	if got, err := s.Recent(ctx, 10); err != nil || len(got) != 0 {
+		t.Fatalf("empty store: Recent = %v, %v", got, err)
+	}
+	// Calls c0..c9; c3 records again last, so it is the newest call.
+	for i := range 10 {
+		_ = s.Add(ctx, record(fmt.Sprintf("c%d", i), time.Duration(i)*time.Second, 1))
+	}
+	last := record("c3", 20*time.Second, 1)
+	_ = s.Add(ctx, last)
+	got, err := s.Recent(ctx, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, d := range got {
+		ids = append(ids, d.GetCallId())
+	}
+	if want := "c3 c9 c8 c7"; strings.Join(ids, " ") != want {
+		t.Fatalf("Recent(4) calls = %v, want %s", ids, want)
+	}
+	if got[0].GetDecisionId() != last.GetDecisionId() {
+		t.Fatalf("c3 stands for itself by %s, want its newest record %s", got[0].GetDecisionId(), last.GetDecisionId())
+	}
+	all, _ := s.Recent(ctx, 0)
+	if len(all) != 10 {
+		t.Fatalf("Recent(0) = %d calls, want all 10", len(all))
+	}
+}

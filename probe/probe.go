@@ -40,6 +40,10 @@ type Target struct {
 	CheckTimeout time.Duration
 	// CallPrefix names the probe calls; default "probe-<unix ms>".
 	CallPrefix string
+	// Record, when set, is given each event just before it is published,
+	// with that moment: the guard cannot have it earlier (yesguard probe
+	// --record writes a recording for yesguard replay from it).
+	Record func(ev transcript.Event, at time.Time)
 }
 
 // Result is one probe's verdict.
@@ -181,10 +185,14 @@ func (r *runner) say(call string, sp transcript.Speaker, text string) error {
 	r.seqs[call]++
 	seq := r.seqs[call]
 	r.seqMu.Unlock()
-	return Publish(r.t.NATS, r.t.Prefix, transcript.Event{
+	ev := transcript.Event{
 		CallID: call, Seq: seq, Speaker: sp, Type: transcript.TypeTranscript,
 		Text: text, Final: true, Lang: "en",
-	})
+	}
+	if r.t.Record != nil {
+		r.t.Record(ev, time.Now())
+	}
+	return Publish(r.t.NATS, r.t.Prefix, ev)
 }
 
 // Publish sends one transcript event and waits until the server has it.

@@ -42,6 +42,7 @@ import (
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/decisionlog"
 	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/dedupe"
@@ -50,6 +51,7 @@ import (
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/service"
+	"github.com/yesguard/yesguard/timeline"
 	"github.com/yesguard/yesguard/transcript"
 )
 
@@ -84,6 +86,7 @@ type options struct {
 	reg      *prometheus.Registry
 	sink     service.DecisionSink
 	grpcOpts []grpc.ServerOption
+	tokens   *auth.Tokens
 }
 
 // WithLogger sets the operational logger. Without it New builds a JSON
@@ -108,6 +111,10 @@ func WithGRPCServerOptions(opts ...grpc.ServerOption) Option {
 	return func(o *options) { o.grpcOpts = append(o.grpcOpts, opts...) }
 }
 
+// WithTimelineTokens puts the call timeline pages (/calls) behind the
+// auditor role of tokens, as ListDecisions is.
+func WithTimelineTokens(tokens *auth.Tokens) Option { return func(o *options) { o.tokens = tokens } }
+
 // Server is one yesguard. Build it with New, then Start and Stop it once.
 type Server struct {
 	cfg      Config
@@ -123,6 +130,7 @@ type Server struct {
 	guard    *guard.Guard
 	service  *service.Service
 	dlog     *decisionlog.Logger // nil when the sink came from WithDecisionSink
+	timeline *timeline.Handler
 
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
@@ -240,6 +248,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		Registerer: reg,
 		Logger:     s.log.Named("service"),
 	})
+	s.timeline = timeline.New(timeline.Config{Decisions: s.service, Recent: s.records, Tokens: o.tokens, Logger: s.log.Named("timeline")})
 	return s, nil
 }
 
@@ -430,6 +439,8 @@ func (s *Server) httpHandler() http.Handler {
 			_, _ = w.Write([]byte("ok\n"))
 		}
 	})
+	mux.Handle(timeline.Path, s.timeline)
+	mux.Handle(timeline.Path+"/", s.timeline)
 	return mux
 }
 

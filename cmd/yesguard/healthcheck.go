@@ -17,12 +17,14 @@ import (
 
 // runHealthcheck asks the gRPC health service whether yesguard serves, for
 // a scratch image's HEALTHCHECK, which has no shell or grpcurl. By default
-// it checks the process (""); --service yesguard.v1.Guard also needs the
-// transcript feed to be connected.
+// it checks yesguard.v1.Guard, whose status is what /readyz answers: the
+// guard is up and its transcript feed connected, so it can judge. A guard
+// that refuses every Check because NATS is gone is not healthy. --service ""
+// checks only that the process serves.
 func runHealthcheck(ctx context.Context, args []string, e *env) int {
 	fs := newFlagSet("healthcheck", e)
 	addr := fs.String("grpc-addr", server.DefaultGRPCAddr, "`host:port` of yesguard's gRPC server; an unspecified host means this host")
-	service := fs.String("service", "", `health service to check: "" (the process) or `+server.GuardService+" (the guard and its transcript feed)")
+	service := fs.String("service", server.GuardService, "health service to check: "+server.GuardService+` (the guard and its transcript feed, as /readyz) or "" (the process only)`)
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	var tlsCfg auth.ClientConfig
 	fs.BoolVar(&tlsCfg.TLS, "tls", false, "use TLS, verifying the guard with the system's roots")

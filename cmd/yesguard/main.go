@@ -1,10 +1,13 @@
 // Command yesguard runs the guard (serve, the default) and the tools around
 // it. serve only parses flags into a server.Config and runs package server;
 // say, check, complete, decisions and probe talk to a running guard over
-// its public contract only (NATS and gRPC), as a pipeline or a buyer would.
+// its public contract only (NATS and gRPC), as a pipeline or a buyer would;
+// test (package policytest) and replay (package replay) judge in process,
+// through the engine, with no guard running.
 //
 // Exit codes: 0 success, 1 runtime error (for probe: a probe failed; for
-// decisions: none found), 2 bad flags or config.
+// decisions: none found; for test: a test failed; for replay: a decision
+// changed), 2 bad flags or config.
 package main
 
 import (
@@ -48,6 +51,8 @@ var commands = map[string]command{
 	"decisions":   {"print a call's evidence and refusal log: decisions <call>", runDecisions},
 	"probe":       {"run the buyer's probes against a running guard; exit 1 if one fails", runProbe},
 	"token":       {"make a gRPC bearer token and its entry for --grpc-tokens (token hash: an existing token's)", runToken},
+	"replay":      {"re-judge recorded calls under the current policy beside the recorded decisions: replay FILE | --call ID", runReplay},
+	"test":        {"run dialogue tests (YAML) against a policy in process; exit 1 if one fails: test [FILES]", runTest},
 }
 
 // env is what a command may use of the process, so that tests can give

@@ -28,6 +28,7 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 	checkTimeout := fs.Duration("check-timeout", 5*time.Second, "each Check's deadline")
 	callPrefix := fs.String("call-prefix", "", "`prefix` of the probe calls' ids; default probe-<unix ms>")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up on the whole run after this long")
+	record := fs.String("record", "", "write the run's events and decision records to this JSONL `file`, for yesguard replay")
 	if _, err := c.parse(fs, args, e, 0, 0); err != nil {
 		return usageError(name, err, e)
 	}
@@ -74,6 +75,14 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 		Guard: guard, NATS: nc, Prefix: c.subjectPrefix,
 		Lag: *lag, CheckTimeout: *checkTimeout, CallPrefix: *callPrefix,
 	}
+	var rec *recorder
+	if *record != "" {
+		if rec, err = newRecorder(*record); err != nil {
+			fmt.Fprintf(e.stderr, "yesguard probe: --record: %v\n", err)
+			return exitUsage
+		}
+		t.Record = rec.event
+	}
 	names := probe.Names()
 	p := newPrinter(e.stdout, e)
 	var progress func(probe.Result)
@@ -92,6 +101,14 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 	code := exitOK
 	if failed > 0 {
 		code = exitError
+	}
+	if rec != nil {
+		if err := rec.finish(ctx, guard, results); err != nil {
+			fmt.Fprintf(e.stderr, "yesguard probe: --record %s: %v\n", *record, err)
+			code = exitError
+		} else if !c.json {
+			fmt.Fprintf(e.stdout, "Recorded the run to %s: yesguard replay %s\n", *record, *record)
+		}
 	}
 
 	if c.json {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -80,6 +81,10 @@ func runServe(ctx context.Context, args []string, e *env) int {
 	}
 	defer func() { _ = log.Sync() }()
 
+	if cfg.NATSURL != "" {
+		warnExternalNATS(log, cfg.NATSURL, natsURLSource(args, e.lookupEnv))
+	}
+
 	srv, err := server.New(cfg, server.WithLogger(log))
 	if err != nil {
 		// Plain text: the error lists every problem, one per line.
@@ -135,4 +140,37 @@ loop:
 	}
 	log.Info("stopped")
 	return code
+}
+
+// natsURLSource says where serve's NATS URL came from: the flag, or the
+// environment variable the client commands also read.
+func natsURLSource(args []string, lookupEnv func(string) (string, bool)) string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "nats-url" {
+			return "--nats-url"
+		}
+	}
+	if v, ok := lookupEnv(envName("nats-url")); ok && v != "" {
+		return envName("nats-url")
+	}
+	return ""
+}
+
+// warnExternalNATS says loudly that serve uses an external NATS server and
+// therefore starts no embedded one, and where that came from. The variable
+// YESGUARD_NATS_URL is also where the client commands publish: exported
+// for them, it silently turned the embedded server off.
+func warnExternalNATS(log *zap.Logger, url, from string) {
+	fields := []zap.Field{zap.String("nats_url", auth.RedactURLs(url)), zap.String("from", from)}
+	if from == envName("nats-url") {
+		log.Warn("YESGUARD_NATS_URL is set, so serve connects to the NATS server it names and does NOT start its embedded NATS server. "+
+			"If you exported it for the client commands (say, check, probe), unset it, or pass --nats-url= (empty), to run the embedded server; "+
+			"until that server answers, every Check is refused and healthcheck and /readyz fail", fields...)
+		return
+	}
+	log.Info("using an external NATS server; the embedded NATS server is off", fields...)
 }

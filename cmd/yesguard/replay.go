@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/yesguard/yesguard/probe"
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/replay"
+	"github.com/yesguard/yesguard/transcript"
+)
+
+// runReplay re-judges recorded calls under the current policy and prints
+// each decision beside the recorded one: exit 0 when every decision is the
+// same, 1 when one changed or the recording cannot be read, 2 for bad
+// flags.
+func runReplay(ctx context.Context, args []string, e *env) int {
+	const name = "replay"
+	fs, c := clientFlagSet(name, "[FILE]",
+		"Re-judges recorded calls under the policy and locales given here (as serve's) and prints\n"+
+			"each decision beside the one recorded at the time, marking those that changed. The\n"+
+			"recording is a JSONL FILE of events and decision records (yesguard probe --record writes\n"+
+			"one; the format is in the README, \"Replaying calls\"), or, without FILE, one call (--call)\n"+
+			"read from the guard's transcript and decision streams on NATS JetStream (--nats-url).\n"+
+			"Exits 0 when every decision is the same, 1 when one changed.", e, false, true)
+	policy := fs.String("policy", "", "policy YAML `file` to judge under; empty: the default policy")
+	locales := fs.String("locales-dir", "", "`dir`ectory of <lang>.yaml locales loaded over the built-in ones")
+	call := fs.String("call", "", "the call to replay (required with NATS; with FILE, only this call)")
+	s := replay.DefaultStreams
+	fs.StringVar(&s.TranscriptStream, "transcript-stream", s.TranscriptStream, "JetStream `stream` of the transcript events")
+	fs.StringVar(&s.DecisionStream, "decision-stream", s.DecisionStream, "JetStream `stream` of the decision records")
+	fs.StringVar(&s.DecisionPrefix, "decision-prefix", s.DecisionPrefix, "decision records are on <`prefix`>.<call_id>")
+	timeout := fs.Duration("timeout", time.Minute, "give up reading the streams after this long")
+	pos, err := c.parse(fs, args, e, 0, 1)
+	if err != nil {
+		return usageError(name, err, e)
+	}
+	s.TranscriptPrefix = c.subjectPrefix
+
+	var calls []*replay.Call
+	if len(pos) == 1 {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			fmt.Fprintf(e.stderr, "yesguard replay: %v\n", err)
+			return exitError
+		}
+		rec, err := replay.ReadJSONL(f)
+		_ = f.Close()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "yesguard replay: %s: %v\n", pos[0], err)
+			return exitError
+		}
+		calls = rec.Calls
+		if *call != "" {
+			one := rec.Call(*call)
+			if one == nil {
+				fmt.Fprintf(e.stderr, "yesguard replay: %s holds no call %q\n", pos[0], *call)
+				return exitError
+			}
+			calls = []*replay.Call{one}
+		}
+	} else {
+		if *call == "" {
+			return usageError(name, fmt.Errorf("give a recording FILE, or --call to read one call from NATS"), e)
+		}
+		if err := checkCallID(*call); err != nil {
+			return usageError(name, fmt.Errorf("--call: %w", err), e)
+		}
+		nc, err := c.connectNATS()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "yesguard replay: %v\n", err)
+			return exitError
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "yesguard replay: %v\n", err)
+			return exitError
+		}
+		rctx, cancel := context.WithTimeout(ctx, *timeout)
+		one, err := replay.ReadStreams(rctx, js, s, *call)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "yesguard replay: %v\n", err)
+			return exitError
+		}
+		calls = []*replay.Call{one}
+	}
+
+	var results []*replay.Result
+	code := exitOK
+	for _, rc := range calls {
+		res, err := replay.Replay(ctx, rc, replay.Options{Policy: *policy, LocalesDir: *locales})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "yesguard replay: %v\n", err)
+			return exitUsage
+		}
+		if res.Changed() > 0 {
+			code = exitError
+		}
+		results = append(results, res)
+	}
+	if c.json {
+		if err := replay.JSON(e.stdout, results); err != nil {
+			fmt.Fprintf(e.stderr, "yesguard replay: %v\n", err)
+			return exitError
+		}
+		return code
+	}
+	replay.Text(e.stdout, results)
+	return code
+}
+
+// recorder writes a probe run as a recording: each event as the probe
+// publishes it, then every record of the run's calls.
+type recorder struct {
+	mu sync.Mutex
+	f  *os.File
+	w  *replay.Writer
+}
+
+func newRecorder(path string) (*recorder, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &recorder{f: f, w: replay.NewWriter(f)}, nil
+}
+
+func (r *recorder) event(ev transcript.Event, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.w.Event(ev, at)
+}
+
+// finish writes the records of the probe calls (all kinds: Completes too)
+// and closes the file.
+func (r *recorder) finish(ctx context.Context, guard yesguardv1.GuardClient, results []probe.Result) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, res := range results {
+		if res.CallID == "" {
+			continue
+		}
+		token := ""
+		for {
+			resp, err := guard.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: res.CallID, PageToken: token})
+			if err != nil {
+				_ = r.f.Close()
+				return fmt.Errorf("list decisions of %s: %w", res.CallID, err)
+			}
+			for _, d := range resp.GetDecisions() {
+				r.w.Decision(d)
+			}
+			if token = resp.GetNextPageToken(); token == "" {
+				break
+			}
+		}
+	}
+	if err := r.w.Err(); err != nil {
+		_ = r.f.Close()
+		return err
+	}
+	return r.f.Close()
+}
