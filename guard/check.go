@@ -177,10 +177,19 @@ func (c *check) feedRefusal() bool {
 		c.refuse(yesguardv1.Reason_REASON_TRANSCRIPT_UNAVAILABLE, &yesguardv1.Evidence{Detail: why})
 		return true
 	case FeedBehind:
-		c.refuse(yesguardv1.Reason_REASON_TRANSCRIPT_GAP, &yesguardv1.Evidence{Detail: why})
+		c.gap(why)
 		return true
 	}
 	return false
+}
+
+// gap refuses because events of the call may be missing, with a message
+// saying why (messages.go has none for this reason).
+func (c *check) gap(why string) {
+	c.refuse(yesguardv1.Reason_REASON_TRANSCRIPT_GAP, &yesguardv1.Evidence{Detail: why})
+	action := c.tool.describe(c.rs.policy.Defaults.DefaultLang)
+	c.v.Message = "The guard is missing part of this call's transcript (" + why + "), so the caller's consent cannot be checked. Do not " +
+		action + " yet: ask the caller plainly whether to " + action + ", wait for their answer, and call " + c.tool.name + " again."
 }
 
 // decide fills c.v with the outcome.
@@ -232,7 +241,7 @@ func (c *check) decide(ctx context.Context) {
 				return
 			}
 			if view.snap.Gap != "" {
-				c.refuse(yesguardv1.Reason_REASON_TRANSCRIPT_GAP, &yesguardv1.Evidence{Detail: view.snap.Gap})
+				c.gap(view.snap.Gap)
 				return
 			}
 			verdict = c.judge(view)

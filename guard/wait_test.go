@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,4 +127,54 @@ func TestUnknownCallThatAppearsDuringTheWait(t *testing.T) {
 	h.say("late", transcript.Agent, "Shall I submit the appeal?")
 	h.say("late", transcript.Caller, "Yes.")
 	want(t, <-got, allow, yesguardv1.Reason_REASON_CONFIRMED)
+}
+
+// A gap in a publisher's seqs refuses with TRANSCRIPT_GAP once the wait
+// ends; an event that fills it during the wait lets the check be judged.
+func TestGapRefusesUntilFilled(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml") // wait 300ms
+	ev := func(call string, sp transcript.Speaker, seq uint64, text string) {
+		t.Helper()
+		src := "stt"
+		if sp == transcript.Agent {
+			src = "tts"
+		}
+		e := transcript.Event{CallID: call, Speaker: sp, Type: transcript.TypeTranscript, Final: true, Text: text, Source: src, Epoch: 1, Seq: seq}
+		if ok, why := h.store.Apply(e, time.Now()); !ok {
+			t.Fatal(why)
+		}
+	}
+	ev("gap", transcript.Agent, 1, "Shall I submit the appeal?")
+	ev("gap", transcript.Caller, 1, "Yes.")
+	ev("gap", transcript.Caller, 3, "Go ahead.") // seq 2 ("Wait, no.") is missing
+	resp := h.check("gap", "submit_appeal", nil)
+	want(t, resp, refuse, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+	if !strings.Contains(resp.GetEvidence().GetDetail(), "seq 2") {
+		t.Fatalf("detail %q does not say what is missing", resp.GetEvidence().GetDetail())
+	}
+
+	h2 := longWait(t)
+	h = h2
+	ev("fill", transcript.Agent, 1, "Shall I submit the appeal?")
+	ev("fill", transcript.Caller, 1, "Yes.")
+	ev("fill", transcript.Caller, 3, "Go ahead.")
+	got := checkAsync(t, h, "fill")
+	ev("fill", transcript.Caller, 2, "Wait, no.")
+	want(t, <-got, refuse, yesguardv1.Reason_REASON_NEGATED)
+}
+
+// While the feed is behind (catching up after a start or a reconnect),
+// every Check refuses with TRANSCRIPT_GAP and the feed's reason.
+func TestFeedBehindRefuses(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	h.say("c", transcript.Agent, "Shall I submit the appeal?")
+	h.say("c", transcript.Caller, "Yes.")
+	h.g.cfg.Feed = func() (FeedState, string) {
+		return FeedBehind, "catching up with the transcript stream: 12 events to apply"
+	}
+	resp := h.check("c", "submit_appeal", nil)
+	want(t, resp, refuse, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+	if !strings.Contains(resp.GetEvidence().GetDetail(), "catching up") {
+		t.Fatalf("detail %q", resp.GetEvidence().GetDetail())
+	}
 }

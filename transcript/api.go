@@ -48,7 +48,13 @@ func (l *Limits) SetDefaults() {
 type Utterance struct {
 	// ID is a per-call counter assigned on arrival; stable while the call
 	// is held, so a turn can be named by the ID of its first utterance.
-	ID         uint64
+	// ID is the stream sequence of its event when it came from the
+	// transcript stream, so that every replica names it alike.
+	ID uint64
+	// Source and Epoch name the publisher's run that sent it; Seq is its
+	// number in that run (or in the call, for events without a source).
+	Source     string
+	Epoch      uint64
 	Seq        uint64
 	Speaker    Speaker
 	Text       string
@@ -137,6 +143,24 @@ func NewStore(limits Limits, m *Metrics) *Store {
 // reason label when the event is dropped (e.g. "duplicate_seq").
 func (s *Store) Apply(ev Event, now time.Time) (bool, string) {
 	return s.apply(ev, now)
+}
+
+// Meta is how an event reached the store.
+type Meta struct {
+	// At is when it was received: the stream's timestamp of its message,
+	// or its arrival.
+	At time.Time
+	// StreamSeq is its message's sequence in the transcript stream; 0
+	// when it did not come from one.
+	StreamSeq uint64
+	// Replay: it was applied while catching up with the stream after a
+	// start, so a run's first seq above 1 is history, not a gap.
+	Replay bool
+}
+
+// ApplyMeta is Apply with how the event arrived.
+func (s *Store) ApplyMeta(ev Event, meta Meta) (bool, string) {
+	return s.applyMeta(ev, meta)
 }
 
 // Snapshot returns a copy of the call's state and a channel that is closed

@@ -107,10 +107,17 @@ func (in *Ingester) handle(subject string, data []byte) {
 		return
 	}
 	if ok, reason := in.store.Apply(ev, time.Now()); !ok {
-		in.rejected(reason)
-		in.log.Debug("transcript event dropped",
-			zap.String("reason", reason), zap.String("call_id", ev.CallID), zap.Uint64("seq", ev.Seq))
+		in.dropped(ev, reason)
 	}
+}
+
+// dropped counts and logs (sampled) an event the store did not apply: a
+// repeat, or a seq jump that left its call uncertain.
+func (in *Ingester) dropped(ev Event, reason string) {
+	in.rejected(reason)
+	in.log.Warn("transcript event dropped",
+		zap.String("reason", reason), zap.String("call_id", ev.CallID), zap.String("source", ev.Source),
+		zap.Uint64("epoch", ev.Epoch), zap.Uint64("seq", ev.Seq))
 }
 
 func (in *Ingester) rejected(reason string) {
