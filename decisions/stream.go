@@ -1,0 +1,135 @@
+package decisions
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+)
+
+// DefaultSubjectPrefix: a call's records are on <prefix>.<call_id>.
+const DefaultSubjectPrefix = "yesguard.decisions"
+
+// StreamConfig is the decision stream: every replica's records, on
+// <prefix>.<call_id>, kept for maxAge and at most maxBytes in all and
+// perCall per call (the oldest discarded first), with a duplicate window
+// so that a record stored twice (a retried publish) is kept once.
+func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall int64, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              name,
+		Description:       "yesguard: the decision records of every call",
+		Subjects:          []string{prefix + ".>"},
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardOld,
+		MaxAge:            maxAge,
+		MaxBytes:          maxBytes,
+		MaxMsgsPerSubject: perCall,
+		Duplicates:        min(2*time.Minute, maxAge),
+		Storage:           jetstream.FileStorage,
+		Replicas:          max(replicas, 1),
+	}
+}
+
+// Stream is a Store on a JetStream stream: ListDecisions on any replica
+// reads every replica's records. Each record is one message of protojson
+// (the decision log's shape), with its decision id as Nats-Msg-Id.
+type Stream struct {
+	js     jetstream.JetStream
+	stream string
+	prefix string
+}
+
+var _ Store = (*Stream)(nil)
+
+// NewStream returns a store on the stream named stream, whose subjects are
+// <prefix>.>.
+func NewStream(js jetstream.JetStream, stream, prefix string) *Stream {
+	return &Stream{js: js, stream: stream, prefix: prefix}
+}
+
+var recordJSON = protojson.MarshalOptions{UseProtoNames: true}
+
+// Add publishes d and waits for the stream to store it, so that a Check
+// answered is a Check recorded.
+func (s *Stream) Add(ctx context.Context, d *yesguardv1.Decision) error {
+	data, err := recordJSON.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("decisions: encode %s: %w", d.GetDecisionId(), err)
+	}
+	msg := &nats.Msg{Subject: s.prefix + "." + d.GetCallId(), Data: data}
+	if _, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(d.GetDecisionId()), jetstream.WithExpectStream(s.stream)); err != nil {
+		return fmt.Errorf("decisions: store %s: %w", d.GetDecisionId(), err)
+	}
+	return nil
+}
+
+// listWait bounds how long List waits for a page's messages.
+const listWait = 5 * time.Second
+
+// List reads a page of the call's records from the stream. Its token is
+// the stream sequence the next page starts at.
+func (s *Stream) List(ctx context.Context, callID string, size int, token string) ([]*yesguardv1.Decision, string, error) {
+	size = pageSize(size)
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject:     s.prefix + "." + callID,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: time.Minute,
+		MemoryStorage:     true,
+		Replicas:          1,
+	}
+	if token != "" {
+		seq, err := strconv.ParseUint(token, 10, 64)
+		if err != nil || seq == 0 {
+			return nil, "", ErrBadPageToken
+		}
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq
+	}
+	cons, err := s.js.CreateConsumer(ctx, s.stream, cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
+	}
+	defer func() { _ = s.js.DeleteConsumer(context.WithoutCancel(ctx), s.stream, cons.CachedInfo().Name) }()
+	pending := cons.CachedInfo().NumPending
+	if pending == 0 {
+		return nil, "", nil
+	}
+	want := min(uint64(size), pending)
+	var out []*yesguardv1.Decision
+	var last uint64
+	for uint64(len(out)) < want {
+		batch, err := cons.Fetch(int(want)-len(out), jetstream.FetchMaxWait(listWait))
+		if err != nil {
+			return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			d := new(yesguardv1.Decision)
+			if err := protojson.Unmarshal(msg.Data(), d); err != nil {
+				continue // not a record: skipped, never fatal
+			}
+			if meta, err := msg.Metadata(); err == nil {
+				last = meta.Sequence.Stream
+			}
+			out = append(out, d)
+		}
+		if err := batch.Error(); err != nil && n == 0 {
+			return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	next := ""
+	if pending > want && last != 0 {
+		next = strconv.FormatUint(last+1, 10)
+	}
+	return out, next, nil
+}
