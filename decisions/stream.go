@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,25 +40,106 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall i
 // Stream is a Store on a JetStream stream: ListDecisions on any replica
 // reads every replica's records. Each record is one message of protojson
 // (the decision log's shape), with its decision id as Nats-Msg-Id.
+//
+// A record the stream does not take within Add's context (NATS down, a
+// node lost) is queued and published again, with backoff, until it is
+// stored: at most retryQueue records wait, and one that does not fit is
+// dropped and counted (it is still in the decision log).
 type Stream struct {
 	js     jetstream.JetStream
 	stream string
 	prefix string
+
+	retry   chan *yesguardv1.Decision
+	stop    chan struct{}
+	done    chan struct{}
+	queued  atomic.Int64
+	dropped atomic.Int64
 }
 
 var _ Store = (*Stream)(nil)
 
+// retryQueue bounds the records waiting to be stored again.
+const retryQueue = 16384
+
 // NewStream returns a store on the stream named stream, whose subjects are
-// <prefix>.>.
+// <prefix>.>. Close stops its retries.
 func NewStream(js jetstream.JetStream, stream, prefix string) *Stream {
-	return &Stream{js: js, stream: stream, prefix: prefix}
+	s := &Stream{js: js, stream: stream, prefix: prefix, retry: make(chan *yesguardv1.Decision, retryQueue), stop: make(chan struct{}), done: make(chan struct{})}
+	go s.retrier()
+	return s
+}
+
+// Close stops retrying; records still queued are given until ctx ends.
+func (s *Stream) Close(ctx context.Context) error {
+	close(s.stop)
+	<-s.done
+	for {
+		select {
+		case d := <-s.retry:
+			if err := s.publish(ctx, d); err != nil {
+				s.dropped.Add(int64(1 + len(s.retry)))
+				return fmt.Errorf("decisions: %d records not stored: %w", 1+len(s.retry), err)
+			}
+			s.queued.Add(-1)
+		default:
+			return nil
+		}
+	}
+}
+
+// Queued is how many records wait to be stored again; Dropped how many
+// were given up.
+func (s *Stream) Queued() int64  { return s.queued.Load() }
+func (s *Stream) Dropped() int64 { return s.dropped.Load() }
+
+func (s *Stream) retrier() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case d := <-s.retry:
+			for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := s.publish(ctx, d)
+				cancel()
+				if err == nil {
+					s.queued.Add(-1)
+					break
+				}
+				select {
+				case <-s.stop:
+					s.retry <- d // Close publishes it
+					return
+				case <-time.After(backoff):
+				}
+			}
+		}
+	}
 }
 
 var recordJSON = protojson.MarshalOptions{UseProtoNames: true}
 
-// Add publishes d and waits for the stream to store it, so that a Check
-// answered is a Check recorded.
+// Add publishes d and waits, within ctx, for the stream to store it, so
+// that a Check answered is, as a rule, a Check recorded; otherwise d is
+// queued to be stored again, and Add says so.
 func (s *Stream) Add(ctx context.Context, d *yesguardv1.Decision) error {
+	err := s.publish(ctx, d)
+	if err == nil {
+		return nil
+	}
+	select {
+	case s.retry <- d:
+		s.queued.Add(1)
+		return fmt.Errorf("%w (queued to be stored again)", err)
+	default:
+		s.dropped.Add(1)
+		return fmt.Errorf("%w (dropped: %d records already wait)", err, retryQueue)
+	}
+}
+
+func (s *Stream) publish(ctx context.Context, d *yesguardv1.Decision) error {
 	data, err := recordJSON.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("decisions: encode %s: %w", d.GetDecisionId(), err)

@@ -35,7 +35,9 @@ func TestStreamStore(t *testing.T) {
 		if _, err := js.CreateOrUpdateStream(ctx, StreamConfig("YG_DECISIONS", DefaultSubjectPrefix, time.Hour, 64<<20, 1000, 1)); err != nil {
 			t.Fatal(err)
 		}
-		return NewStream(js, "YG_DECISIONS", DefaultSubjectPrefix)
+		s := NewStream(js, "YG_DECISIONS", DefaultSubjectPrefix)
+		t.Cleanup(func() { _ = s.Close(context.Background()) })
+		return s
 	}
 	a, b := replica(), replica()
 	ctx := t.Context()

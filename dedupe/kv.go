@@ -114,7 +114,7 @@ func NewKV(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, r
 	}
 	b := &KV{
 		kv: kv, js: js, prefix: "$KV." + kv.Bucket() + ".",
-		reservations: metrics.NewGauge(reg, metrics.Reservations),
+		reservations: metrics.NewGauge(nil, metrics.Reservations), // registered once the book works
 		keys:         map[string]*mirrored{},
 		byDecision:   map[string]string{},
 		waiters:      map[string]chan struct{}{},
@@ -135,6 +135,9 @@ func NewKV(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, r
 	go b.watch()
 	select {
 	case <-b.ready:
+		if reg != nil {
+			reg.MustRegister(b.reservations)
+		}
 		return b, nil
 	case <-ctx.Done():
 		b.Close()

@@ -73,6 +73,10 @@ const natsReconnectWait = 250 * time.Millisecond
 // subscription.
 const natsFlushTimeout = 5 * time.Second
 
+// jsStartTimeout bounds Start's wait for the JetStream state when NATS is
+// reachable.
+const jsStartTimeout = 30 * time.Second
+
 // ErrStarted is returned by Start on a server already started or stopped.
 var ErrStarted = errors.New("server already started or stopped")
 
@@ -116,13 +120,19 @@ type Server struct {
 	ownLog   bool
 	gatherer prometheus.Gatherer
 	metrics  natsMetrics
+	reg      prometheus.Registerer
 	store    *transcript.Store
 	tmetrics *transcript.Metrics
-	book     *dedupe.Memory
-	records  *decisions.Memory
-	guard    *guard.Guard
-	service  *service.Service
-	dlog     *decisionlog.Logger // nil when the sink came from WithDecisionSink
+	// book and records are the memory state (state memory) or the
+	// JetStream state's (state jetstream), which js sets up.
+	book       dedupe.Book
+	records    decisions.Store
+	memBook    *dedupe.Memory    // state memory only
+	memRecords *decisions.Memory // state memory only
+	js         *jsState          // state jetstream only
+	guard      *guard.Guard
+	service    *service.Service
+	dlog       *decisionlog.Logger // nil when the sink came from WithDecisionSink
 
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
@@ -145,6 +155,7 @@ type Server struct {
 	httpLn       net.Listener
 	natsURL      string
 	sweepCancel  context.CancelFunc
+	setupCancel  context.CancelFunc // ends the JetStream set-up
 	// wg counts the serving loops and the sweepers.
 	wg sync.WaitGroup
 
@@ -197,15 +208,22 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s.gatherer = reg
+	s.gatherer, s.reg = reg, reg
 	s.metrics = newNATSMetrics(reg)
 	bi := ReadBuildInfo()
 	metrics.NewGaugeVec(reg, metrics.BuildInfo).WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 
 	s.tmetrics = transcript.NewMetrics(reg)
 	s.store = transcript.NewStore(cfg.Limits, s.tmetrics)
-	s.book = dedupe.NewMemory(reg)
-	s.records = decisions.NewMemory(decisions.MemoryLimits{})
+	if cfg.State == StateMemory {
+		s.memBook, s.memRecords = dedupe.NewMemory(reg), decisions.NewMemory(decisions.MemoryLimits{})
+		s.book, s.records = s.memBook, s.memRecords
+		s.log.Warn("state memory: reservations, evidence uses and decision records are held in this process only. " +
+			"Run one replica: a second one would allow the same action again, and a restart forgets them. Use --state jetstream for replicas and restarts")
+	} else {
+		s.js = &jsState{ready: make(chan struct{})}
+		s.book, s.records = stateBook{s.js}, stateStore{s.js}
+	}
 
 	sink := o.sink
 	if sink == nil {
@@ -331,17 +349,36 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.connectNATS(); err != nil {
 		return err
 	}
-	s.ingester = transcript.NewIngester(s.nc.Load(), s.cfg.SubjectPrefix, s.store, s.cfg.Limits, s.log, s.tmetrics)
-	if err := s.ingester.Start(); err != nil {
-		return fmt.Errorf("start transcript ingester: %w", err)
-	}
-	// A round trip to NATS, so that the server holds the subscription before
-	// the gRPC server (and its health service) listens: a transcript
-	// published once the guard reports healthy is never missed. A server
-	// not reachable yet gets the subscription when the connection is made.
-	if nc := s.nc.Load(); nc.IsConnected() {
-		if err := nc.FlushTimeout(natsFlushTimeout); err != nil {
-			s.log.Warn("NATS did not confirm the transcript subscription; it is sent again on reconnect", zap.Error(err))
+	if s.js == nil {
+		s.ingester = transcript.NewIngester(s.nc.Load(), s.cfg.SubjectPrefix, s.store, s.cfg.Limits, s.log, s.tmetrics)
+		if err := s.ingester.Start(); err != nil {
+			return fmt.Errorf("start transcript ingester: %w", err)
+		}
+		// A round trip to NATS, so that the server holds the subscription
+		// before the gRPC server (and its health service) listens: a
+		// transcript published once the guard reports healthy is never
+		// missed. A server not reachable yet gets the subscription when the
+		// connection is made.
+		if nc := s.nc.Load(); nc.IsConnected() {
+			if err := nc.FlushTimeout(natsFlushTimeout); err != nil {
+				s.log.Warn("NATS did not confirm the transcript subscription; it is sent again on reconnect", zap.Error(err))
+			}
+		}
+	} else {
+		// The streams and the bucket are set up in the background, so that
+		// an external NATS unreachable now does not stop start-up; when
+		// NATS is reachable, start-up waits for them and for the transcript
+		// to be caught up, so the guard serves from its first Check.
+		setupCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.setupCancel = cancel
+		s.wg.Go(func() { s.setUpJetStream(setupCtx) })
+		if s.nc.Load().IsConnected() {
+			wctx, cancel := context.WithTimeout(ctx, jsStartTimeout)
+			err := s.waitJetStream(wctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("set up the JetStream state (streams %s, %s, bucket %s): %w", TranscriptStream, DecisionStream, StateBucket, err)
+			}
 		}
 	}
 
@@ -391,12 +428,32 @@ func (s *Server) start(ctx context.Context) error {
 		sweep func(time.Time) int
 	}{
 		{storeSweepEvery, s.store.Sweep},
-		{bookSweepEvery, s.book.Sweep},
-		{decisionsSweepEvery, s.records.Sweep},
+		{bookSweepEvery, s.sweepBook},
+		{decisionsSweepEvery, s.sweepRecords},
 	} {
 		s.wg.Go(func() { runEvery(sweepCtx, sw.every, sw.sweep) })
 	}
 	return nil
+}
+
+// sweepBook sweeps the memory book, or the KV book's mirror.
+func (s *Server) sweepBook(now time.Time) int {
+	if s.memBook != nil {
+		return s.memBook.Sweep(now)
+	}
+	if b := s.js.book.Load(); b != nil {
+		return b.Sweep(now)
+	}
+	return 0
+}
+
+// sweepRecords sweeps the memory decision store (the stream has its own
+// limits).
+func (s *Server) sweepRecords(now time.Time) int {
+	if s.memRecords != nil {
+		return s.memRecords.Sweep(now)
+	}
+	return 0
 }
 
 // runEvery calls sweep every interval until ctx is done: what bounds the
@@ -426,6 +483,8 @@ func (s *Server) httpHandler() http.Handler {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		case !s.feedUp():
 			http.Error(w, "transcript feed (NATS) disconnected", http.StatusServiceUnavailable)
+		case !s.serving():
+			http.Error(w, "catching up with the transcript stream, or the JetStream state is not set up yet", http.StatusServiceUnavailable)
 		default:
 			_, _ = w.Write([]byte("ok\n"))
 		}
@@ -526,9 +585,17 @@ func (s *Server) shutdown(ctx context.Context) error {
 		// connection ends it, and the ingester's Stop returns at once.
 		nc.Close()
 	}
+	if s.setupCancel != nil {
+		s.setupCancel()
+	}
 	if s.ingester != nil {
 		if err := s.ingester.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop transcript ingester: %w", err))
+		}
+	}
+	if s.js != nil {
+		if err := s.stopJetStream(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop the JetStream state: %w", err))
 		}
 	}
 	if s.dlog != nil {
