@@ -173,7 +173,15 @@ func (s *Stream) List(ctx context.Context, callID string, size int, token string
 		}
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq
 	}
-	cons, err := s.js.CreateConsumer(ctx, s.stream, cfg)
+	var cons jetstream.Consumer
+	var err error
+	for attempt := 0; ; attempt++ {
+		// A cluster electing a leader answers no one for a moment.
+		if cons, err = s.js.CreateConsumer(ctx, s.stream, cfg); err == nil || attempt == 4 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
 	}

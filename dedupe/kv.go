@@ -357,15 +357,28 @@ func (b *KV) Allow(ctx context.Context, req Request) (Verdict, Reservation, erro
 		val.Item, val.ItemWindow = req.Item, int64(req.ItemWindow)
 	}
 	data, _ := json.Marshal(&val)
-	rev, err := b.create(ctx, rkey, data, MaxRunning)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyExists):
-		// Another replica's ALLOW holds it: a duplicate of that one.
-		return b.existing(ctx, rkey)
-	case err != nil:
-		return OK, nil, fmt.Errorf("claim the reservation: %w", err)
+	var rev uint64
+	for attempt := 0; ; attempt++ {
+		var err error
+		rev, err = b.create(ctx, rkey, data, MaxRunning)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return OK, nil, fmt.Errorf("claim the reservation: %w", err)
+		}
+		// Another replica's ALLOW holds it: a duplicate of that one,
+		// unless it was released meanwhile.
+		v, orig, again, err := b.existing(ctx, rkey)
+		if !again || attempt == 3 {
+			return v, orig, err
+		}
 	}
-	release := func() { _ = b.kv.Delete(context.WithoutCancel(ctx), rkey, jetstream.LastRevision(rev)) }
+	release := func() {
+		if b.kv.Delete(context.WithoutCancel(ctx), rkey, jetstream.LastRevision(rev)) == nil {
+			b.waitRevision(ctx, rkey, rev)
+		}
+	}
 
 	if val.TurnID != 0 {
 		ekey := evidenceKeyOf(req.Key.CallID, req.TurnID, req.Key.Tool)
@@ -406,21 +419,55 @@ func (b *KV) update(ctx context.Context, key string, value []byte, rev uint64, t
 	return ack.Sequence, nil
 }
 
-// existing answers Duplicate with the reservation another Allow created.
-func (b *KV) existing(ctx context.Context, key string) (Verdict, Reservation, error) {
-	e, err := b.kv.Get(ctx, key)
-	if err != nil {
-		return OK, nil, fmt.Errorf("read the reservation held: %w", err)
+// existing answers Duplicate with the reservation another Allow created,
+// found in the mirror or read from the bucket. A read may come from a
+// follower that has not seen the key yet: then it waits (bounded) for the
+// mirror to. again: the key was deleted meanwhile, so the claim may be
+// tried again.
+func (b *KV) existing(ctx context.Context, key string) (v Verdict, orig Reservation, again bool, err error) {
+	wctx, cancel := context.WithTimeout(ctx, catchUpWait)
+	defer cancel()
+	for {
+		b.mu.Lock()
+		m := b.keys[key]
+		if m != nil && !m.deleted && m.res != nil {
+			h := b.handle(key, m.rev, m.res.DecisionID)
+			b.mu.Unlock()
+			return Duplicate, h, false, nil
+		}
+		changed := b.waiterLocked(key)
+		b.mu.Unlock()
+		if m != nil && m.deleted {
+			return OK, nil, true, nil
+		}
+		e, err := b.kv.Get(wctx, key)
+		if err == nil {
+			var val kvReservationValue
+			if err := json.Unmarshal(e.Value(), &val); err != nil {
+				return OK, nil, false, fmt.Errorf("read the reservation held: %w", err)
+			}
+			return Duplicate, b.handle(key, e.Revision(), val.DecisionID), false, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
+			return OK, nil, false, fmt.Errorf("read the reservation held: %w", err)
+		}
+		select {
+		case <-changed:
+		case <-time.After(20 * time.Millisecond):
+		case <-wctx.Done():
+			return OK, nil, true, nil
+		}
 	}
-	var v kvReservationValue
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
-		return OK, nil, fmt.Errorf("read the reservation held: %w", err)
-	}
-	return Duplicate, b.handle(key, e.Revision(), v.DecisionID), nil
 }
 
 // ownerOf is the reservation of the decision that holds an evidence key.
 func (b *KV) ownerOf(ctx context.Context, key string) Reservation {
+	b.mu.Lock()
+	if m := b.keys[key]; m != nil && !m.deleted && m.evidence != "" {
+		defer b.mu.Unlock()
+		return b.handleOf(m.evidence)
+	}
+	b.mu.Unlock()
 	id := ""
 	if e, err := b.kv.Get(ctx, key); err == nil {
 		var v kvEvidence
@@ -485,8 +532,19 @@ func isConflict(err error) bool {
 		(errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant))
 }
 
-// deleteIf deletes an evidence key if it still names decisionID.
+// deleteIf deletes an evidence key if it still names decisionID, by the
+// revision the mirror holds (a read from a follower may be stale), else the
+// one read.
 func (b *KV) deleteIf(ctx context.Context, key, decisionID string) {
+	b.mu.Lock()
+	m := b.keys[key]
+	b.mu.Unlock()
+	if m != nil && !m.deleted && m.evidence == decisionID {
+		if err := b.kv.Delete(ctx, key, jetstream.LastRevision(m.rev)); err == nil {
+			b.waitRevision(ctx, key, m.rev)
+			return
+		}
+	}
 	e, err := b.kv.Get(ctx, key)
 	if err != nil {
 		return
@@ -576,6 +634,8 @@ func (b *KV) Complete(ctx context.Context, decisionID string, result *structpb.S
 			if failed {
 				b.releaseRecords(context.WithoutCancel(ctx), &v)
 			}
+			// What this replica answers next reflects the Complete.
+			b.waitRevision(ctx, key, m.rev)
 			return k, nil
 		}
 		if !isConflict(err) {

@@ -172,10 +172,22 @@ func TestKVEvidenceAndItems(t *testing.T) {
 		t.Fatalf("other arguments, same turn = %v, %v", v, err)
 	}
 	// The refused Allow released its own reservation: the same arguments
-	// with a new turn pass.
+	// with a new turn pass. The other replica may still show the released
+	// reservation for a moment: a duplicate of it learns that it was
+	// released (failed), and the retry passes, as the engine retries.
 	r3 := kvRequest("e3", "c3", 5)
 	r3.Key.ArgsHash = "h2"
-	if v, _, err := a.Allow(ctx, r3); v != OK || err != nil {
+	v, orig, err := a.Allow(ctx, r3)
+	if v == Duplicate {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, failed, done := orig.Wait(wctx)
+		cancel()
+		if !done || !failed || orig.DecisionID() != "e2" {
+			t.Fatalf("a released reservation: done %v failed %v (%s)", done, failed, orig.DecisionID())
+		}
+		v, _, err = a.Allow(ctx, r3)
+	}
+	if v != OK || err != nil {
 		t.Fatalf("new turn = %v, %v", v, err)
 	}
 

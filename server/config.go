@@ -140,6 +140,11 @@ type Config struct {
 	DecisionRetention time.Duration
 	DecisionMaxBytes  int64
 	DecisionsPerCall  int
+	// TranscriptMaxLag: while events are pending on the transcript stream
+	// and the last one applied was stored longer ago than this, Checks
+	// refuse (REASON_TRANSCRIPT_GAP). Default 1s. (No flag: tests and
+	// benchmarks set it.)
+	TranscriptMaxLag time.Duration
 }
 
 // DefaultConfig returns a config with every default set, the HTTP server

@@ -147,7 +147,7 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 		s.js.store.Store(decisions.NewStream(js, DecisionStream, decisions.DefaultSubjectPrefix))
 	}
 	in := transcript.NewStreamIngester(js, TranscriptStream, c.SubjectPrefix, s.store, c.Limits, s.log, s.tmetrics,
-		transcript.StreamOptions{OnChange: s.updateFeedHealth})
+		transcript.StreamOptions{OnChange: s.updateFeedHealth, MaxLag: c.TranscriptMaxLag})
 	if err := in.Start(actx); err != nil {
 		return err
 	}

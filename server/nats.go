@@ -175,7 +175,7 @@ func (s *Server) natsOptions() []nats.Option {
 // stop start-up: the connection keeps retrying, and meanwhile the guard
 // refuses every Check and /readyz answers 503.
 func (s *Server) connectNATS() error {
-	opts := s.natsOptions()
+	opts := append(s.natsOptions(), s.natsOpts...)
 	target := s.natsURL
 	if s.ns != nil {
 		opts = append(opts, nats.InProcessServer(s.ns))

@@ -88,6 +88,13 @@ type options struct {
 	reg      *prometheus.Registry
 	sink     service.DecisionSink
 	grpcOpts []grpc.ServerOption
+	natsOpts []nats.Option
+}
+
+// WithNATSOptions adds options to the guard's NATS connection, after its
+// own (natsOptions): credentials, TLS, or a test's restrictions.
+func WithNATSOptions(opts ...nats.Option) Option {
+	return func(o *options) { o.natsOpts = append(o.natsOpts, opts...) }
 }
 
 // WithLogger sets the operational logger. Without it New builds a JSON
@@ -116,6 +123,7 @@ func WithGRPCServerOptions(opts ...grpc.ServerOption) Option {
 type Server struct {
 	cfg      Config
 	grpcOpts []grpc.ServerOption // from WithGRPCServerOptions
+	natsOpts []nats.Option       // from WithNATSOptions
 	log      *zap.Logger
 	ownLog   bool
 	gatherer prometheus.Gatherer
@@ -187,7 +195,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
 
-	s := &Server{cfg: cfg, log: o.log, grpcOpts: o.grpcOpts, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: o.log, grpcOpts: o.grpcOpts, natsOpts: o.natsOpts, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
 	if s.log == nil {
 		log, err := NewLogger(cfg.LogLevel, nil, false)
 		if err != nil {
