@@ -100,7 +100,7 @@ func runBench(ctx context.Context, cfg config, out, errw io.Writer) (err error) 
 		b.notes = append(b.notes, "memory: live heap growth after GC of a transcript store (the guard's per-call state) filled through Decode and Apply in the bench process before the guard starts; texts 20-90 bytes, agent turns with response ids")
 	}
 
-	where := "in-process guard (server.New, embedded NATS, discarding decision sink)"
+	where := "in-process guard (server.New, embedded NATS, state " + cfg.State + ", discarding decision sink)"
 	switch {
 	case b.t == nil:
 		where = "no guard (memory only)"

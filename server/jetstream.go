@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,12 +18,30 @@ import (
 	"github.com/yesguard/yesguard/transcript"
 )
 
-// The JetStream names the guard creates (or updates) on its NATS.
+// The JetStream names the guard creates (or updates) on its NATS. The
+// transcript stream of a subject prefix other than the default is
+// TranscriptStream_<PREFIX> (TranscriptStreamName), so that shards on one
+// NATS each have their own; the decision stream and the state bucket are
+// shared (their keys and subjects hold the call id).
 const (
 	TranscriptStream = "YESGUARD_TRANSCRIPT"
 	DecisionStream   = "YESGUARD_DECISIONS"
 	StateBucket      = "yesguard_state"
 )
+
+// TranscriptStreamName is the transcript stream of a subject prefix.
+func TranscriptStreamName(prefix string) string {
+	if prefix == DefaultSubjectPrefix {
+		return TranscriptStream
+	}
+	b := []byte(strings.ToUpper(prefix))
+	for i, c := range b {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return TranscriptStream + "_" + string(b)
+}
 
 // jsSetupStep is the pause between attempts to set up the JetStream state.
 const jsSetupStep = 500 * time.Millisecond
@@ -124,9 +143,10 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c := &s.cfg
-	if _, err := js.CreateOrUpdateStream(actx, transcript.StreamConfig(TranscriptStream, c.SubjectPrefix,
+	tstream := TranscriptStreamName(c.SubjectPrefix)
+	if _, err := js.CreateOrUpdateStream(actx, transcript.StreamConfig(tstream, c.SubjectPrefix,
 		c.TranscriptRetention, c.TranscriptMaxBytes, c.DuplicateWindow, c.JSReplicas)); err != nil {
-		return fmt.Errorf("transcript stream %s: %w", TranscriptStream, err)
+		return fmt.Errorf("transcript stream %s: %w", tstream, err)
 	}
 	if _, err := js.CreateOrUpdateStream(actx, decisions.StreamConfig(DecisionStream, decisions.DefaultSubjectPrefix,
 		c.DecisionRetention, c.DecisionMaxBytes, int64(c.DecisionsPerCall), c.JSReplicas)); err != nil {
@@ -146,14 +166,14 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	if s.js.store.Load() == nil {
 		s.js.store.Store(decisions.NewStream(js, DecisionStream, decisions.DefaultSubjectPrefix))
 	}
-	in := transcript.NewStreamIngester(js, TranscriptStream, c.SubjectPrefix, s.store, c.Limits, s.log, s.tmetrics,
+	in := transcript.NewStreamIngester(js, tstream, c.SubjectPrefix, s.store, c.Limits, s.log, s.tmetrics,
 		transcript.StreamOptions{OnChange: s.updateFeedHealth, MaxLag: c.TranscriptMaxLag})
 	if err := in.Start(actx); err != nil {
 		return err
 	}
 	s.js.ingester.Store(in)
 	s.log.Info("JetStream state set up",
-		zap.String("transcript_stream", TranscriptStream), zap.String("decision_stream", DecisionStream),
+		zap.String("transcript_stream", tstream), zap.String("decision_stream", DecisionStream),
 		zap.String("bucket", StateBucket), zap.Int("replicas", c.JSReplicas))
 	return nil
 }

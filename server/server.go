@@ -385,7 +385,7 @@ func (s *Server) start(ctx context.Context) error {
 			err := s.waitJetStream(wctx)
 			cancel()
 			if err != nil {
-				return fmt.Errorf("set up the JetStream state (streams %s, %s, bucket %s): %w", TranscriptStream, DecisionStream, StateBucket, err)
+				return fmt.Errorf("set up the JetStream state (streams %s, %s, bucket %s): %w", TranscriptStreamName(s.cfg.SubjectPrefix), DecisionStream, StateBucket, err)
 			}
 		}
 	}
