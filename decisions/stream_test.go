@@ -6,30 +6,15 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/yesguard/yesguard/internal/natstest"
 )
 
 // TestStreamStore: records stored by two replicas are listed by either,
 // oldest first, in pages; a record stored twice is kept once.
 func TestStreamStore(t *testing.T) {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("not ready")
-	}
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	ns := natstest.JetStream(t)
 	replica := func() *Stream {
-		nc, err := nats.Connect(ns.ClientURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		js, _ := jetstream.New(nc)
+		_, js := natstest.Connect(t, ns.ClientURL())
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := js.CreateOrUpdateStream(ctx, StreamConfig("YG_DECISIONS", DefaultSubjectPrefix, time.Hour, 64<<20, 1000, 1)); err != nil {

@@ -7,40 +7,15 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/structpb"
-)
 
-// jetStreamServer starts an embedded nats-server with JetStream on a
-// temporary directory.
-func jetStreamServer(t *testing.T) *natsserver.Server {
-	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	return ns
-}
+	"github.com/yesguard/yesguard/internal/natstest"
+)
 
 // replicaBook is one replica's KV book on its own connection.
 func replicaBook(t *testing.T, url string) *KV {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.Connect(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, BucketConfig("yesguard_test", 1))
@@ -63,7 +38,7 @@ func kvRequest(id, call string, turn uint64) Request {
 // TestKVOneAllowAcrossReplicas: identical Allows on three replicas, many
 // rounds: exactly one is OK each round, and the rest name it.
 func TestKVOneAllowAcrossReplicas(t *testing.T) {
-	ns := jetStreamServer(t)
+	ns := natstest.JetStream(t)
 	books := []*KV{replicaBook(t, ns.ClientURL()), replicaBook(t, ns.ClientURL()), replicaBook(t, ns.ClientURL())}
 	for round := range 20 {
 		call := fmt.Sprint("race-", round)
@@ -104,7 +79,7 @@ func TestKVOneAllowAcrossReplicas(t *testing.T) {
 // by a Complete on another, with the result; a failed Complete releases
 // the action and its evidence for a retry anywhere.
 func TestKVCompleteOnAnyReplica(t *testing.T) {
-	ns := jetStreamServer(t)
+	ns := natstest.JetStream(t)
 	a, b := replicaBook(t, ns.ClientURL()), replicaBook(t, ns.ClientURL())
 	ctx := t.Context()
 	if v, _, err := a.Allow(ctx, kvRequest("d1", "c1", 1)); v != OK || err != nil {
@@ -159,7 +134,7 @@ func TestKVCompleteOnAnyReplica(t *testing.T) {
 // arguments; a record tool's item repeats within its window unless a
 // quantity is stated.
 func TestKVEvidenceAndItems(t *testing.T) {
-	ns := jetStreamServer(t)
+	ns := natstest.JetStream(t)
 	a, b := replicaBook(t, ns.ClientURL()), replicaBook(t, ns.ClientURL())
 	ctx := t.Context()
 	r1 := kvRequest("e1", "c3", 4)

@@ -71,45 +71,48 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		Epoch       flexUint64  `json:"epoch"`
 	}
 	// Fields absent from b keep e's values, as for a plain struct.
-	w.CallID, w.Seq, w.Speaker, w.Type, w.Text, w.Final = e.CallID, flexUint64(e.Seq), e.Speaker, e.Type, e.Text, e.Final
-	w.StartMS, w.EndMS, w.Confidence = (*flexInt64)(e.StartMS), (*flexInt64)(e.EndMS), (*flexDouble)(e.Confidence)
-	w.Lang, w.ResponseID, w.Interrupted, w.Source, w.Epoch = e.Lang, e.ResponseID, e.Interrupted, e.Source, flexUint64(e.Epoch)
+	w.CallID, w.Seq.v, w.Speaker, w.Type, w.Text, w.Final = e.CallID, e.Seq, e.Speaker, e.Type, e.Text, e.Final
+	w.StartMS, w.EndMS, w.Confidence = flexPtr(e.StartMS), flexPtr(e.EndMS), (*flexDouble)(e.Confidence)
+	w.Lang, w.ResponseID, w.Interrupted, w.Source, w.Epoch.v = e.Lang, e.ResponseID, e.Interrupted, e.Source, e.Epoch
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	*e = Event{
-		CallID: w.CallID, Seq: uint64(w.Seq), Speaker: w.Speaker, Type: w.Type, Text: w.Text, Final: w.Final,
-		StartMS: (*int64)(w.StartMS), EndMS: (*int64)(w.EndMS), Lang: w.Lang, ResponseID: w.ResponseID,
-		Interrupted: w.Interrupted, Confidence: (*float64)(w.Confidence), Source: w.Source, Epoch: uint64(w.Epoch),
+		CallID: w.CallID, Seq: w.Seq.v, Speaker: w.Speaker, Type: w.Type, Text: w.Text, Final: w.Final,
+		StartMS: intPtr(w.StartMS), EndMS: intPtr(w.EndMS), Lang: w.Lang, ResponseID: w.ResponseID,
+		Interrupted: w.Interrupted, Confidence: (*float64)(w.Confidence), Source: w.Source, Epoch: w.Epoch.v,
 	}
 	return nil
 }
 
-// flexUint64 is a uint64 written as a JSON number or a string of digits.
-type flexUint64 uint64
+// flexInt is a 64-bit integer written as a JSON number or a string of
+// digits; null leaves it as it is.
+type flexInt[T int64 | uint64] struct{ v T }
 
-func (v *flexUint64) UnmarshalJSON(b []byte) error {
+func (f *flexInt[T]) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
 	}
-	var n uint64
-	if err := json.Unmarshal(unquoteDigits(b), &n); err != nil {
-		return err
-	}
-	*v = flexUint64(n)
-	return nil
+	return json.Unmarshal(unquoteDigits(b), &f.v)
 }
 
-// flexInt64 is an int64 written as a JSON number or a string of digits.
-type flexInt64 int64
+type (
+	flexUint64 = flexInt[uint64]
+	flexInt64  = flexInt[int64]
+)
 
-func (v *flexInt64) UnmarshalJSON(b []byte) error {
-	var n int64
-	if err := json.Unmarshal(unquoteDigits(b), &n); err != nil {
-		return err
+func flexPtr(p *int64) *flexInt64 {
+	if p == nil {
+		return nil
 	}
-	*v = flexInt64(n)
-	return nil
+	return &flexInt64{*p}
+}
+
+func intPtr(f *flexInt64) *int64 {
+	if f == nil {
+		return nil
+	}
+	return &f.v
 }
 
 // flexDouble is a float64 written as a JSON number or a string.

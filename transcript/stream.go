@@ -265,31 +265,14 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 	seq := meta.Sequence.Stream
 	ev, err := Decode(in.prefix, msg.Subject(), msg.Data(), in.limits)
 	if err != nil {
-		reason, detail := ReasonBadJSON, err.Error()
-		var re *RejectError
-		if errors.As(err, &re) {
-			reason, detail = re.Reason, re.Detail
-		}
-		in.rejected(reason)
-		in.log.Warn("transcript event rejected",
-			zap.String("reason", reason), zap.String("subject", msg.Subject()),
-			zap.Int("bytes", len(msg.Data())), zap.String("detail", detail), zap.Uint64("stream_seq", seq))
+		rejected(in.log, in.m, msg.Subject(), msg.Data(), err, zap.Uint64("stream_seq", seq))
 	} else if ok, reason := in.store.ApplyMeta(ev, Meta{At: meta.Timestamp, StreamSeq: seq, Replay: seq <= in.replayUntil.Load()}); !ok {
-		in.rejected(reason)
-		in.log.Warn("transcript event dropped",
-			zap.String("reason", reason), zap.String("call_id", ev.CallID), zap.String("source", ev.Source),
-			zap.Uint64("epoch", ev.Epoch), zap.Uint64("seq", ev.Seq), zap.Uint64("stream_seq", seq))
+		dropped(in.log, in.m, ev, reason, zap.Uint64("stream_seq", seq))
 	}
 	in.lastStored.Store(meta.Timestamp.UnixNano())
 	in.pending.Store(meta.NumPending)
 	in.applied.Store(seq)
 	if meta.NumPending == 0 {
 		in.markCaughtUp()
-	}
-}
-
-func (in *StreamIngester) rejected(reason string) {
-	if in.m != nil {
-		in.m.EventsRejected.WithLabelValues(reason).Inc()
 	}
 }
