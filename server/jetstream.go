@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/dedupe"
+	"github.com/yesguard/yesguard/metrics"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
 )
@@ -106,6 +108,41 @@ func (s stateStore) List(ctx context.Context, call string, size int, token strin
 		return st.List(ctx, call, size, token)
 	}
 	return nil, "", errStateNotReady
+}
+
+// registerMetrics registers the JetStream state's series on reg: read
+// from the ingester and the decision store when scraped (0 until they are
+// set up).
+func (js *jsState) registerMetrics(reg prometheus.Registerer) {
+	gauge := func(s metrics.Series, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: s.Name, Help: s.Help}, f)
+	}
+	reg.MustRegister(
+		gauge(metrics.TranscriptCaughtUp, func() float64 {
+			if in := js.ingester.Load(); in != nil && in.CaughtUp() {
+				return 1
+			}
+			return 0
+		}),
+		gauge(metrics.TranscriptPending, func() float64 {
+			if in := js.ingester.Load(); in != nil {
+				return float64(in.Pending())
+			}
+			return 0
+		}),
+		gauge(metrics.DecisionsQueued, func() float64 {
+			if st := js.store.Load(); st != nil {
+				return float64(st.Queued())
+			}
+			return 0
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: metrics.DecisionsDropped.Name, Help: metrics.DecisionsDropped.Help}, func() float64 {
+			if st := js.store.Load(); st != nil {
+				return float64(st.Dropped())
+			}
+			return 0
+		}),
+	)
 }
 
 // setUpJetStream creates or updates the streams and the bucket, then

@@ -230,6 +230,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 			"Run one replica: a second one would allow the same action again, and a restart forgets them. Use --state jetstream for replicas and restarts")
 	} else {
 		s.js = &jsState{ready: make(chan struct{})}
+		s.js.registerMetrics(reg)
 		s.book, s.records = stateBook{s.js}, stateStore{s.js}
 	}
 

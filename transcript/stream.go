@@ -194,6 +194,10 @@ func (in *StreamIngester) CaughtUp() bool { return in.caughtUp.Load() }
 // Applied is the last stream sequence applied.
 func (in *StreamIngester) Applied() uint64 { return in.applied.Load() }
 
+// Pending is how many stream messages followed the last one applied when
+// it was delivered.
+func (in *StreamIngester) Pending() uint64 { return in.pending.Load() }
+
 // Behind says why the transcript may be incomplete now, or "" when it is
 // not: still catching up, or lagging.
 func (in *StreamIngester) Behind(now time.Time) string {
