@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -157,6 +158,12 @@ func (s *Server) natsOptions() []nats.Option {
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			s.metrics.errors.Inc()
+			if errors.Is(err, nats.ErrSlowConsumer) && s.js == nil {
+				// The core subscription dropped events of calls unknown:
+				// fail closed on every call held until its agent speaks.
+				n := s.store.MarkLost("transcript events were dropped (slow consumer): the guard may lack the caller's latest words")
+				s.log.Error("NATS dropped transcript events (slow consumer); every call held is refused until its agent speaks again", zap.Int("calls", n))
+			}
 			fields := []zap.Field{zap.Error(err)}
 			if sub != nil {
 				fields = append(fields, zap.String("subject", sub.Subject))

@@ -178,6 +178,11 @@ func (s *Store) SnapshotTurns(callID, skipResponseID string, maxTurns int) (Snap
 	return s.snapshotTail(callID, skipResponseID, maxTurns)
 }
 
+// MarkLost marks every call held uncertain (Snapshot.Gap says why) until
+// its agent speaks again: events may have been lost, and nothing tells
+// which call's. It returns how many calls it marked.
+func (s *Store) MarkLost(why string) int { return s.markLost(why) }
+
 // Sweep evicts idle and ended calls, and the least recently active ones
 // above MaxCalls. It returns how many it evicted.
 func (s *Store) Sweep(now time.Time) int {

@@ -142,3 +142,27 @@ func TestSourcesOrderByAudioTime(t *testing.T) {
 		t.Fatalf("turns %q", got)
 	}
 }
+
+// MarkLost (a slow consumer's dropped messages) leaves every call held
+// uncertain until its agent speaks; a call made later is not.
+func TestMarkLost(t *testing.T) {
+	s := NewStore(Limits{}, nil)
+	apply(t, s, sourced("a", Agent, "tts", 1, 1, "Shall I submit the appeal?"))
+	apply(t, s, sourced("a", Caller, "stt", 1, 1, "Yes."))
+	_, changed := s.Snapshot("a")
+	if n := s.MarkLost("events were dropped"); n != 1 {
+		t.Fatalf("marked %d calls", n)
+	}
+	<-changed
+	if snap, _ := s.Snapshot("a"); snap.Gap != "events were dropped" {
+		t.Fatalf("gap %q", snap.Gap)
+	}
+	apply(t, s, sourced("b", Caller, "stt", 1, 1, "Hello."))
+	if snap, _ := s.Snapshot("b"); snap.Gap != "" {
+		t.Fatalf("a later call is uncertain: %q", snap.Gap)
+	}
+	apply(t, s, sourced("a", Agent, "tts", 1, 2, "Shall I submit it now?"))
+	if snap, _ := s.Snapshot("a"); snap.Gap != "" {
+		t.Fatalf("gap %q after the agent spoke", snap.Gap)
+	}
+}

@@ -43,6 +43,9 @@ type call struct {
 	// legacyJump is a seq of an event without a source that jumped too far
 	// and was rejected (0: none since the agent last spoke).
 	legacyJump uint64
+	// lost says why events of the call may have been lost (a slow
+	// consumer); "" when none since the agent last spoke.
+	lost string
 	// trackers follow the seqs of each (source, epoch), at most
 	// maxTrackers of them.
 	trackers []seqTracker
@@ -284,7 +287,7 @@ func (c *call) seenSeq(st stream, seq uint64, w *seqWindow) bool {
 // forgive clears the call's gaps: the agent spoke after them, so what they
 // hid is no longer the caller's current turn.
 func (c *call) forgive() {
-	c.legacyJump = 0
+	c.legacyJump, c.lost = 0, ""
 	for i := range c.trackers {
 		tr := &c.trackers[i]
 		tr.forgiven, tr.jumped, tr.headMissing = tr.win.max, 0, false
@@ -294,6 +297,9 @@ func (c *call) forgive() {
 // gap says which numbered events of the call have not arrived, or were
 // rejected, since the agent last spoke; "" when none.
 func (c *call) gap() string {
+	if c.lost != "" {
+		return c.lost
+	}
 	if c.legacyJump != 0 {
 		return fmt.Sprintf("an event's seq jumped to %d, more than %d past the call's last, and was rejected", c.legacyJump, maxSeqJump)
 	}
@@ -564,6 +570,32 @@ func (s *Store) snapshotTail(callID, skipResponseID string, maxTurns int) (Snaps
 	snap, ch := c.snapshot(callID, c.tailStart(skipResponseID, maxTurns)), c.changed
 	sh.mu.Unlock()
 	return snap, ch
+}
+
+// markLost marks every call held uncertain, for why: events may have been
+// lost (a slow consumer's dropped messages) and nothing tells which call's.
+// Each stays uncertain until its agent speaks again; calls made later are
+// not affected.
+func (s *Store) markLost(why string) int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		var wake []chan struct{}
+		sh.mu.Lock()
+		for _, c := range sh.calls {
+			c.lost = why
+			if c.changed != nil {
+				wake = append(wake, c.changed)
+				c.changed = nil
+			}
+			n++
+		}
+		sh.mu.Unlock()
+		for _, ch := range wake {
+			close(ch)
+		}
+	}
+	return n
 }
 
 // evictLocked removes the call; sh.mu must be held.
