@@ -1,23 +1,29 @@
 // Package server is yesguard as an embeddable service: it wires the
 // transcript feed (NATS, embedded or external), the engine (guard) and its
-// gRPC service, the dedupe book, the decision store
-// and the decision log behind one gRPC listener and one HTTP listener, and
-// owns their lifecycle. The yesguard command only parses flags into a
-// Config and runs a Server; tests run one in-process on 127.0.0.1:0.
+// gRPC service, the dedupe book, the decision store and the decision log
+// behind one gRPC listener and one HTTP listener, and owns their
+// lifecycle. With the JetStream state (the default) the book, the store
+// and the transcript live in JetStream, shared by every replica on the
+// NATS; with the memory state, in this process. The yesguard command only
+// parses flags into a Config and runs a Server; tests run one in-process
+// on 127.0.0.1:0.
 //
 // Rules that hold:
 //   - A bad config, policy or locale stops New with an error naming the
 //     field; nothing is listening yet.
 //   - Stop is bounded by its context and by Config.ShutdownTimeout, runs
 //     once, and tears down in order: health NOT_SERVING, gRPC graceful stop
-//     (in-flight Checks finish), HTTP shutdown, transcript ingester, decision
-//     log flush, NATS connection, embedded NATS server.
+//     (in-flight Checks finish), HTTP shutdown, transcript ingester, the
+//     JetStream state (the decision records still queued get the time
+//     left), decision log flush, NATS connection, embedded NATS server.
 //   - A panic in a gRPC handler becomes codes.Internal for that call; it
 //     never takes the process down.
-//   - While the NATS connection is down, /readyz answers 503 and the gRPC
-//     health status of yesguard.v1.Guard is NOT_SERVING; the overall status
-//     ("") stays SERVING while the process serves. The guard itself refuses
-//     every Check meanwhile (fail closed).
+//   - While the NATS connection is down, and, with the JetStream state,
+//     until the streams and the bucket are set up and the transcript stream
+//     is caught up after a start or a reconnect, /readyz answers 503 and the
+//     gRPC health status of yesguard.v1.Guard is NOT_SERVING; the overall
+//     status ("") stays SERVING while the process serves. The guard itself
+//     refuses every Check meanwhile (fail closed).
 package server
 
 import (
