@@ -142,18 +142,16 @@ func (s *Server) natsOptions() []nats.Option {
 			if !s.stopping.Load() {
 				s.log.Warn("NATS disconnected; refusing every Check until it is back", zap.Error(err))
 			}
+			// Behind from now on: once the connection is back (which the
+			// guard may see before this handler's twin on reconnect runs),
+			// events published meanwhile are still to be applied.
+			s.resync()
 			s.updateFeedHealth()
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.metrics.reconnects.Inc()
 			s.log.Info("NATS reconnected", zap.String("url", nc.ConnectedUrlRedacted()))
-			if s.js != nil {
-				if in := s.js.ingester.Load(); in != nil {
-					// Events published meanwhile are in the stream: behind
-					// until they are applied.
-					in.Resync()
-				}
-			}
+			s.resync()
 			s.updateFeedHealth()
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
@@ -231,6 +229,16 @@ func (s *Server) feedState() (guard.FeedState, string) {
 		}
 	}
 	return guard.FeedLive, ""
+}
+
+// resync marks the transcript ingester behind until it has applied what the
+// stream holds (the JetStream state only).
+func (s *Server) resync() {
+	if s.js != nil {
+		if in := s.js.ingester.Load(); in != nil {
+			in.Resync()
+		}
+	}
 }
 
 // serving reports whether the guard can judge: connected, and, with the
