@@ -110,6 +110,19 @@ func (s stateStore) List(ctx context.Context, call string, size int, token strin
 	return nil, "", errStateNotReady
 }
 
+// settle is the engine's Settle: with the JetStream state, it waits for
+// this replica to have applied every event of the call the stream holds.
+func (s *Server) settle(ctx context.Context, callID string) error {
+	if s.js == nil {
+		return nil
+	}
+	in := s.js.ingester.Load()
+	if in == nil {
+		return errStateNotReady
+	}
+	return in.Settle(ctx, callID)
+}
+
 // registerMetrics registers the JetStream state's series on reg: read
 // from the ingester and the decision store when scraped (0 until they are
 // set up).

@@ -255,6 +255,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		Store:      s.store,
 		Book:       s.book,
 		Feed:       s.feedState,
+		Settle:     s.settle,
 		Registerer: reg,
 		Logger:     s.log.Named("guard"),
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -67,9 +68,17 @@ type StreamIngester struct {
 
 	mu       sync.Mutex
 	consumer jetstream.Consumer
+	jsStream jetstream.Stream
 	cc       jetstream.ConsumeContext
 	cancel   context.CancelFunc
 	done     chan struct{}
+
+	// settling are the Settle calls waiting for a stream sequence to be
+	// applied; nSettling counts them, so that handle looks only when some
+	// wait.
+	settleMu  sync.Mutex
+	settling  []settleWait
+	nSettling atomic.Int32
 
 	replayUntil atomic.Uint64 // messages at or below it are a replay
 	applied     atomic.Uint64 // the last stream sequence applied
@@ -77,6 +86,11 @@ type StreamIngester struct {
 	lastStored  atomic.Int64  // its stream timestamp, unix ns
 	caughtUp    atomic.Bool
 	resync      chan struct{} // a nudge for the catch-up loop
+}
+
+type settleWait struct {
+	seq  uint64
+	done chan struct{}
 }
 
 // StreamOptions configure a StreamIngester.
@@ -145,7 +159,7 @@ func (in *StreamIngester) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("transcript: consume %s: %w", in.stream, err)
 	}
-	in.consumer, in.cc = cons, cc
+	in.consumer, in.jsStream, in.cc = cons, s, cc
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	in.cancel, in.done = cancel, make(chan struct{})
 	go in.catchUpLoop(lctx)
@@ -279,4 +293,71 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 	if meta.NumPending == 0 {
 		in.markCaughtUp()
 	}
+	if in.nSettling.Load() > 0 {
+		in.wakeSettled(seq)
+	}
+}
+
+// Settle waits, within ctx, until every event of the call that the stream
+// held when it was called has been applied: an ALLOW then rests on every
+// word the pipeline published before it, whichever replica judges. It
+// costs a round trip (the call's last message in the stream) and, when
+// this replica lags, the wait.
+func (in *StreamIngester) Settle(ctx context.Context, callID string) error {
+	in.mu.Lock()
+	s := in.jsStream
+	in.mu.Unlock()
+	if s == nil {
+		return errors.New("transcript: the stream ingester is not started")
+	}
+	msg, err := s.GetLastMsgForSubject(ctx, in.prefix+"."+callID)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil // nothing of the call in the stream
+	case err != nil:
+		return fmt.Errorf("transcript: the call's last event in the stream: %w", err)
+	}
+	if in.applied.Load() >= msg.Sequence {
+		return nil
+	}
+	w := settleWait{seq: msg.Sequence, done: make(chan struct{})}
+	in.settleMu.Lock()
+	in.settling = append(in.settling, w)
+	in.nSettling.Add(1)
+	in.settleMu.Unlock()
+	if in.applied.Load() >= msg.Sequence {
+		in.wakeSettled(in.applied.Load()) // applied meanwhile
+	}
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		in.settleMu.Lock()
+		for i, o := range in.settling {
+			if o.done == w.done {
+				in.settling = slices.Delete(in.settling, i, i+1)
+				in.nSettling.Add(-1)
+				break
+			}
+		}
+		in.settleMu.Unlock()
+		return fmt.Errorf("transcript: stream sequence %d of the call not applied yet (applied %d): %w", msg.Sequence, in.applied.Load(), ctx.Err())
+	}
+}
+
+// wakeSettled releases the Settle calls waiting for sequences up to seq.
+func (in *StreamIngester) wakeSettled(seq uint64) {
+	in.settleMu.Lock()
+	defer in.settleMu.Unlock()
+	kept := in.settling[:0]
+	for _, w := range in.settling {
+		if w.seq <= seq {
+			close(w.done)
+			in.nSettling.Add(-1)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(in.settling[len(kept):])
+	in.settling = kept
 }
