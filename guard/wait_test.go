@@ -178,3 +178,24 @@ func TestFeedBehindRefuses(t *testing.T) {
 		t.Fatalf("detail %q", resp.GetEvidence().GetDetail())
 	}
 }
+
+// The evidence names the publisher of each turn (Turn.source).
+func TestEvidenceNamesTheSources(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	for _, e := range []transcript.Event{
+		{CallID: "s", Speaker: transcript.Agent, Type: transcript.TypeTranscript, Final: true, Text: "Shall I submit the appeal?", Source: "tts", Epoch: 1, Seq: 1},
+		{CallID: "s", Speaker: transcript.Caller, Type: transcript.TypeTranscript, Final: true, Text: "Yes.", Source: "stt", Epoch: 1, Seq: 1},
+	} {
+		if ok, why := h.store.Apply(e, time.Now()); !ok {
+			t.Fatal(why)
+		}
+	}
+	resp := h.check("s", "submit_appeal", nil)
+	want(t, resp, allow, yesguardv1.Reason_REASON_CONFIRMED)
+	if q, a := resp.GetEvidence().GetQuestion().GetSource(), resp.GetEvidence().GetAnswer().GetSource(); q != "tts" || a != "stt" {
+		t.Fatalf("sources: question %q, answer %q", q, a)
+	}
+	if resp.Turn.GetSource() != "stt" {
+		t.Fatalf("the turn used: %v", resp.Turn)
+	}
+}

@@ -83,6 +83,7 @@ type Turn struct {
 	LastSeq     uint64
 	Lang        string // the last non-empty lang of its utterances
 	ResponseID  string // the last non-empty response id
+	Source      string // the last non-empty source of its utterances
 	Interrupted bool   // any utterance was interrupted
 	ReceivedAt  time.Time
 }
