@@ -3,6 +3,7 @@ package decisions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -222,4 +223,69 @@ func (s *Stream) List(ctx context.Context, callID string, size int, token string
 		next = strconv.FormatUint(last+1, 10)
 	}
 	return out, next, nil
+}
+
+// Bounds of Recent: at most recentCalls calls, found among the stream's
+// last recentScan records.
+const (
+	recentCalls = 500
+	recentScan  = 20000
+)
+
+// Recent returns the newest record of each of up to limit calls (at most
+// 500; <= 0 means 500), the call whose newest record is newest first: the
+// list of recent calls a timeline page shows. It reads the tail of the
+// stream, its last 20000 records, so a call quiet for longer than that
+// many records is not in it.
+func (s *Stream) Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision, error) {
+	if limit <= 0 || limit > recentCalls {
+		limit = recentCalls
+	}
+	st, err := s.js.Stream(ctx, s.stream)
+	if err != nil {
+		return nil, fmt.Errorf("decisions: recent calls: %w", err)
+	}
+	state := st.CachedInfo().State
+	if state.Msgs == 0 {
+		return nil, nil
+	}
+	start := state.FirstSeq
+	if state.LastSeq >= recentScan && state.LastSeq-recentScan+1 > start {
+		start = state.LastSeq - recentScan + 1
+	}
+	cons, err := s.js.CreateConsumer(ctx, s.stream, jetstream.ConsumerConfig{
+		FilterSubject: s.prefix + ".>", DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
+		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute, MemoryStorage: true, Replicas: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decisions: recent calls: %w", err)
+	}
+	defer func() { _ = s.js.DeleteConsumer(context.WithoutCancel(ctx), s.stream, cons.CachedInfo().Name) }()
+	newest := map[string]*yesguardv1.Decision{}
+	for left := cons.CachedInfo().NumPending; left > 0; {
+		batch, err := cons.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(listWait))
+		if err != nil {
+			return nil, fmt.Errorf("decisions: recent calls: %w", err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			d := new(yesguardv1.Decision)
+			if protojson.Unmarshal(msg.Data(), d) == nil {
+				newest[d.GetCallId()] = d // later in the stream wins
+			}
+		}
+		if n == 0 {
+			break
+		}
+		left -= uint64(n)
+	}
+	out := make([]*yesguardv1.Decision, 0, len(newest))
+	for _, d := range newest {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *yesguardv1.Decision) int {
+		return b.GetTime().AsTime().Compare(a.GetTime().AsTime())
+	})
+	return out[:min(limit, len(out))], nil
 }

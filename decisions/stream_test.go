@@ -61,6 +61,12 @@ func TestStreamStore(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(ids) {
 		t.Fatalf("listed %v\nwant    %v", got, ids)
 	}
+	// The newest record of each call, the newest call first.
+	_ = b.Add(ctx, record("later", time.Second, 10))
+	recent, err := a.Recent(ctx, 2)
+	if err != nil || len(recent) != 2 || recent[0].GetCallId() != "later" || recent[1].GetCallId() != "c1" || recent[1].GetDecisionId() != ids[len(ids)-1] {
+		t.Fatalf("Recent = %v, %v", recent, err)
+	}
 	if _, _, err := a.List(ctx, "c1", 3, "x"); err != ErrBadPageToken {
 		t.Fatalf("bad token = %v", err)
 	}

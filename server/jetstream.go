@@ -110,6 +110,15 @@ func (s stateStore) List(ctx context.Context, call string, size int, token strin
 	return nil, "", errStateNotReady
 }
 
+// Recent serves the timeline page's list of calls (decisions.Store on
+// main has it).
+func (s stateStore) Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision, error) {
+	if st := s.js.store.Load(); st != nil {
+		return st.Recent(ctx, limit)
+	}
+	return nil, errStateNotReady
+}
+
 // settle is the engine's Settle: with the JetStream state, it waits for
 // this replica to have applied every event of the call the stream holds.
 func (s *Server) settle(ctx context.Context, callID string) error {
