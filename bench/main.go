@@ -72,6 +72,9 @@ type config struct {
 	CPUProfile, MemProfile string
 	// Phases run, by name (phaseNames); all of them by default.
 	Phases map[string]bool
+	// State of the in-process guard: memory, jetstream, or both (the
+	// default of the command: the guard's phases run once with each).
+	State string
 }
 
 // phaseNames are the phases -phases can pick, in the order they run.
@@ -97,6 +100,7 @@ func run() int {
 	fs.IntVar(&cfg.IngestEvents, "ingest-events", 100000, "events published per ingestion run")
 	fs.StringVar(&memCalls, "mem-calls", "10000,100000", "call counts to measure memory per call at")
 	fs.StringVar(&phases, "phases", strings.Join(phaseNames, ","), "phases to run, comma-separated (a profile of one phase: -phases overhead -cpuprofile cpu.pprof)")
+	fs.StringVar(&cfg.State, "state", "both", "state of the in-process guard: memory, jetstream, or both (each phase run with each, one above the other)")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write an allocation profile of the run to this file")
 	if err := fs.Parse(os.Args[1:]); err != nil {

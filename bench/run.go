@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,9 +85,22 @@ func runBench(ctx context.Context, cfg config, out, errw io.Writer) (err error) 
 	}
 
 	if needsGuard(cfg.Phases) {
-		if err := b.guardPhases(ctx); err != nil {
-			return err
+		// -state both runs the guard's phases once per state, the memory
+		// state first, so their rows stand one above the other.
+		states := []string{cfg.State}
+		if cfg.State == "both" && cfg.GRPCAddr == "" {
+			states = []string{"memory", "jetstream"}
 		}
+		for _, st := range states {
+			b.cfg.State = st
+			if len(states) > 1 {
+				b.rows = append(b.rows, row{measure: "state " + st})
+			}
+			if err := b.guardPhases(ctx); err != nil {
+				return err
+			}
+		}
+		b.cfg.State = cfg.State
 	}
 	for _, m := range mem {
 		b.rows = append(b.rows, row{
@@ -100,7 +114,10 @@ func runBench(ctx context.Context, cfg config, out, errw io.Writer) (err error) 
 		b.notes = append(b.notes, "memory: live heap growth after GC of a transcript store (the guard's per-call state) filled through Decode and Apply in the bench process before the guard starts; texts 20-90 bytes, agent turns with response ids")
 	}
 
-	where := "in-process guard (server.New, embedded NATS, discarding decision sink)"
+	where := "in-process guard (server.New, embedded NATS, state " + cfg.State + ", discarding decision sink)"
+	if cfg.State == "both" {
+		where = "in-process guards (server.New, embedded NATS, the memory state then the jetstream state, discarding decision sink)"
+	}
 	switch {
 	case b.t == nil:
 		where = "no guard (memory only)"
@@ -113,7 +130,13 @@ func runBench(ctx context.Context, cfg config, out, errw io.Writer) (err error) 
 		where,
 		"",
 	}
-	printTable(out, head, b.rows, append([]string{""}, b.notes...))
+	notes := []string{""}
+	for _, n := range b.notes {
+		if !slices.Contains(notes, n) { // a note of each state's run once
+			notes = append(notes, n)
+		}
+	}
+	printTable(out, head, b.rows, notes)
 	return nil
 }
 

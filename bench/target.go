@@ -101,6 +101,8 @@ func startTarget(ctx context.Context, cfg config) (*target, error) {
 		PolicyPath:      policy,
 		SubjectPrefix:   cfg.SubjectPrefix,
 		ShutdownTimeout: 10 * time.Second,
+		State:           cfg.State,
+		DataDir:         filepath.Join(dir, "data"),
 	}, server.WithRegistry(reg), server.WithDecisionSink(discardSink{}), server.WithLogger(zap.NewNop()),
 		server.WithGRPCServerOptions(grpc.ChainUnaryInterceptor(timer.intercept)))
 	if err != nil {

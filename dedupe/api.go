@@ -1,6 +1,7 @@
 // Package dedupe keeps the reservations that stop one yes, or one retried
 // call, from running an action twice. A Book is where they are held:
-// Memory keeps them in this process, for one replica.
+// Memory keeps them in this process, for one replica; KV in a JetStream
+// bucket that every replica on one NATS shares.
 //
 // Rules that hold:
 //   - An ALLOW reserves its action key (call, tool, canonical arguments) for

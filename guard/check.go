@@ -178,10 +178,19 @@ func (c *check) feedRefusal() bool {
 		c.refuse(yesguardv1.Reason_REASON_TRANSCRIPT_UNAVAILABLE, &yesguardv1.Evidence{Detail: why})
 		return true
 	case FeedBehind:
-		c.refuse(yesguardv1.Reason_REASON_TRANSCRIPT_GAP, &yesguardv1.Evidence{Detail: why})
+		c.gap(why)
 		return true
 	}
 	return false
+}
+
+// gap refuses because events of the call may be missing, with a message
+// saying why (messages.go has none for this reason).
+func (c *check) gap(why string) {
+	c.refuse(yesguardv1.Reason_REASON_TRANSCRIPT_GAP, &yesguardv1.Evidence{Detail: why})
+	action := c.tool.describe(c.rs.policy.Defaults.DefaultLang)
+	c.v.Message = "The guard is missing part of this call's transcript (" + why + "), so the caller's consent cannot be checked. Do not " +
+		action + " yet: ask the caller plainly whether to " + action + ", wait for their answer, and call " + c.tool.name + " again."
 }
 
 // decide fills c.v with the outcome.
@@ -228,15 +237,32 @@ func (c *check) decide(ctx context.Context) {
 		var verdict judgement
 		if c.tool.confirm() || (qtySet && req.Item != "") {
 			view := c.waitTurn(ctx)
-			// The feed may have gone down or fallen behind during the wait.
-			if c.feedRefusal() {
-				return
+			for settled := false; ; settled = true {
+				// The feed may have gone down or fallen behind during the
+				// wait.
+				if c.feedRefusal() {
+					return
+				}
+				if view.snap.Gap != "" {
+					c.gap(view.snap.Gap)
+					return
+				}
+				verdict = c.judge(view)
+				if verdict.outcome != yesguardv1.Outcome_OUTCOME_ALLOW || settled || g.cfg.Settle == nil {
+					break
+				}
+				// Before an ALLOW: every word published before this Check
+				// must be in; if the call changed meanwhile, judge again.
+				if err := c.settle(ctx); err != nil {
+					c.gap("the guard could not confirm it holds every event of the call: " + clip(err.Error(), 160))
+					return
+				}
+				next, _ := c.look()
+				if sameView(view, next) {
+					break
+				}
+				view = next
 			}
-			if view.snap.Gap != "" {
-				c.refuse(yesguardv1.Reason_REASON_TRANSCRIPT_GAP, &yesguardv1.Evidence{Detail: view.snap.Gap})
-				return
-			}
-			verdict = c.judge(view)
 		}
 		if !c.tool.confirm() {
 			verdict.outcome, verdict.reason, verdict.turnID = yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_NOT_REQUIRED, 0
@@ -335,4 +361,36 @@ func (c *check) ignored(r dedupe.Reservation, ev *yesguardv1.Evidence) {
 		ev.Detail = "the same item was recorded moments ago and no quantity was stated"
 	}
 	c.v.Evidence = ev
+}
+
+// settleTimeout bounds Settle: an ALLOW waits at most this long for this
+// replica to apply what the stream holds of the call (and never past the
+// caller's deadline, less a margin).
+const settleTimeout = 2 * time.Second
+
+func (c *check) settle(ctx context.Context) error {
+	limit := settleTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		limit = min(limit, max(time.Until(dl)-deadlineMargin, 0))
+	}
+	sctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	t0 := c.g.now()
+	defer func() { c.waited += c.g.now().Sub(t0) }()
+	return c.g.cfg.Settle(sctx, c.req.CallID)
+}
+
+// sameView reports whether two views of a call show the same transcript:
+// the same utterances, speech in flight, end and gap.
+func sameView(a, b view) bool {
+	x, y := a.snap, b.snap
+	if x.Exists != y.Exists || x.CallerInFlight != y.CallerInFlight || x.Ended != y.Ended || x.Gap != y.Gap || len(x.Utterances) != len(y.Utterances) {
+		return false
+	}
+	for i := range x.Utterances {
+		if x.Utterances[i].ID != y.Utterances[i].ID {
+			return false
+		}
+	}
+	return true
 }

@@ -24,6 +24,7 @@
 package guard
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,13 @@ type Config struct {
 	// Feed reports the transcript feed's state and, when it is not live,
 	// why, for the refusal's detail; nil means always live.
 	Feed func() (FeedState, string)
+	// Settle, when set, waits until every transcript event of the call
+	// published before it was called has been applied to Store (the
+	// JetStream state: another replica's pipeline may be ahead of this
+	// replica's consumer). The engine calls it before it claims an ALLOW
+	// and judges again if the call changed; an error refuses
+	// (REASON_TRANSCRIPT_GAP).
+	Settle func(ctx context.Context, callID string) error
 	// Registerer receives the engine's collectors (the transcript wait and
 	// the checks in flight); nil leaves them unregistered.
 	Registerer prometheus.Registerer

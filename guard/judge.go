@@ -304,6 +304,7 @@ func fillTurn(p *yesguardv1.Turn, t *transcript.Turn, stamp *timestamppb.Timesta
 	p.FirstSeq, p.LastSeq = t.FirstSeq, t.LastSeq
 	p.Lang = t.Lang
 	p.ResponseId = t.ResponseID
+	p.Source = t.Source
 	p.Interrupted = t.Interrupted
 	if t.HasTimes {
 		p.StartMs, p.EndMs = t.StartMS, t.EndMS

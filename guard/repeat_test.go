@@ -1,6 +1,8 @@
 package guard
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -176,3 +178,29 @@ func TestQuantityRepeat(t *testing.T) {
 
 // inFlight is how many Checks the engine is judging or waiting on.
 func (h *harness) inFlight() int { return int(gaugeValue(h.g.inFlight)) }
+
+// Before an ALLOW the engine settles the call (with the JetStream state:
+// waits for this replica to apply what the stream holds of it); an event
+// that lands meanwhile is judged, not the stale yes.
+func TestSettleJudgesWhatArrivedMeanwhile(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	confirmed(h, "c")
+	settled := 0
+	h.g.cfg.Settle = func(_ context.Context, call string) error {
+		settled++
+		if settled == 1 {
+			// The replica catches up: the caller's no, published before
+			// the Check, arrives now.
+			h.say(call, transcript.Caller, "Wait, no.")
+		}
+		return nil
+	}
+	want(t, h.check("c", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_NEGATED)
+	if settled != 1 {
+		t.Fatalf("settled %d times, want once (a refusal needs none)", settled)
+	}
+	// A settle that fails refuses: the guard cannot vouch for the call.
+	confirmed(h, "d")
+	h.g.cfg.Settle = func(context.Context, string) error { return errors.New("stream unreachable") }
+	want(t, h.check("d", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+}

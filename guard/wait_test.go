@@ -180,3 +180,74 @@ func TestRequestWaitReplacesTheToolWait(t *testing.T) {
 		t.Fatalf("waited %d ms: the request's 50 ms wait was not used", resp.GetWaitedMs())
 	}
 }
+
+// A gap in a publisher's seqs refuses with TRANSCRIPT_GAP once the wait
+// ends; an event that fills it during the wait lets the check be judged.
+func TestGapRefusesUntilFilled(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml") // wait 300ms
+	ev := func(call string, sp transcript.Speaker, seq uint64, text string) {
+		t.Helper()
+		src := "stt"
+		if sp == transcript.Agent {
+			src = "tts"
+		}
+		e := transcript.Event{CallID: call, Speaker: sp, Type: transcript.TypeTranscript, Final: true, Text: text, Source: src, Epoch: 1, Seq: seq}
+		if ok, why := h.store.Apply(e, time.Now()); !ok {
+			t.Fatal(why)
+		}
+	}
+	ev("gap", transcript.Agent, 1, "Shall I submit the appeal?")
+	ev("gap", transcript.Caller, 1, "Yes.")
+	ev("gap", transcript.Caller, 3, "Go ahead.") // seq 2 ("Wait, no.") is missing
+	resp := h.check("gap", "submit_appeal", nil)
+	want(t, resp, refuse, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+	if !strings.Contains(resp.GetEvidence().GetDetail(), "seq 2") {
+		t.Fatalf("detail %q does not say what is missing", resp.GetEvidence().GetDetail())
+	}
+
+	h2 := longWait(t)
+	h = h2
+	ev("fill", transcript.Agent, 1, "Shall I submit the appeal?")
+	ev("fill", transcript.Caller, 1, "Yes.")
+	ev("fill", transcript.Caller, 3, "Go ahead.")
+	got := checkAsync(t, h, "fill")
+	ev("fill", transcript.Caller, 2, "Wait, no.")
+	want(t, <-got, refuse, yesguardv1.Reason_REASON_NEGATED)
+}
+
+// While the feed is behind (catching up after a start or a reconnect),
+// every Check refuses with TRANSCRIPT_GAP and the feed's reason.
+func TestFeedBehindRefuses(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	h.say("c", transcript.Agent, "Shall I submit the appeal?")
+	h.say("c", transcript.Caller, "Yes.")
+	h.g.cfg.Feed = func() (FeedState, string) {
+		return FeedBehind, "catching up with the transcript stream: 12 events to apply"
+	}
+	resp := h.check("c", "submit_appeal", nil)
+	want(t, resp, refuse, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+	if !strings.Contains(resp.GetEvidence().GetDetail(), "catching up") {
+		t.Fatalf("detail %q", resp.GetEvidence().GetDetail())
+	}
+}
+
+// The evidence names the publisher of each turn (Turn.source).
+func TestEvidenceNamesTheSources(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	for _, e := range []transcript.Event{
+		{CallID: "s", Speaker: transcript.Agent, Type: transcript.TypeTranscript, Final: true, Text: "Shall I submit the appeal?", Source: "tts", Epoch: 1, Seq: 1},
+		{CallID: "s", Speaker: transcript.Caller, Type: transcript.TypeTranscript, Final: true, Text: "Yes.", Source: "stt", Epoch: 1, Seq: 1},
+	} {
+		if ok, why := h.store.Apply(e, time.Now()); !ok {
+			t.Fatal(why)
+		}
+	}
+	resp := h.check("s", "submit_appeal", nil)
+	want(t, resp, allow, yesguardv1.Reason_REASON_CONFIRMED)
+	if q, a := resp.GetEvidence().GetQuestion().GetSource(), resp.GetEvidence().GetAnswer().GetSource(); q != "tts" || a != "stt" {
+		t.Fatalf("sources: question %q, answer %q", q, a)
+	}
+	if resp.Turn.GetSource() != "stt" {
+		t.Fatalf("the turn used: %v", resp.Turn)
+	}
+}

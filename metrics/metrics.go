@@ -101,6 +101,16 @@ var (
 	CallsEvicted = series(Counter, "transcript", "calls_evicted_total",
 		"Calls whose state was dropped, by cause: idle, ended, capacity.", "cause")
 
+	// server, with the JetStream state.
+	TranscriptCaughtUp = series(Gauge, "transcript", "caught_up",
+		"1 while the guard has applied every event the transcript stream held at its start or last reconnect, else 0 (every Check is refused).")
+	TranscriptPending = series(Gauge, "transcript", "stream_pending",
+		"Transcript stream messages not yet applied, as of the last one applied.")
+	DecisionsQueued = series(Gauge, "decision_store", "queued",
+		"Decision records waiting to be stored again on the decision stream.")
+	DecisionsDropped = series(Counter, "decision_store", "dropped_total",
+		"Decision records the decision stream never took (its queue was full, or the guard stopped first); they are in the decision log.")
+
 	// dedupe.
 	Reservations = series(Gauge, "dedupe", "reservations",
 		"Allowed actions held for duplicate detection.")
@@ -120,7 +130,8 @@ var (
 var catalogue = []Series{
 	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions,
 	DecisionLogDropped, DecisionLogWritten,
-	Events, EventsRejected, ActiveCalls, CallsEvicted,
+	Events, EventsRejected, ActiveCalls, CallsEvicted, TranscriptCaughtUp, TranscriptPending,
+	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations,
 	NATSConnected, NATSReconnects, NATSErrors,
 	BuildInfo,

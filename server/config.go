@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +26,32 @@ const (
 	DefaultDecisionLog     = "stdout"
 	DefaultLogLevel        = "info"
 	DefaultShutdownTimeout = 10 * time.Second
+
+	StateJetStream = "jetstream"
+	StateMemory    = "memory"
+	DefaultState   = StateJetStream
+
+	DefaultJSReplicas          = 1
+	DefaultTranscriptRetention = time.Hour
+	DefaultTranscriptMaxBytes  = 1 << 30
+	DefaultDuplicateWindow     = 2 * time.Minute
+	DefaultDecisionRetention   = 7 * 24 * time.Hour
+	DefaultDecisionMaxBytes    = 4 << 30
+	DefaultDecisionsPerCall    = 10000
 )
+
+// DefaultDataDir is where the embedded NATS server keeps its JetStream
+// store: $XDG_STATE_HOME/yesguard, else ~/.local/state/yesguard, else
+// ./yesguard-data.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "yesguard")
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		return filepath.Join(home, ".local", "state", "yesguard")
+	}
+	return "yesguard-data"
+}
 
 // Config is everything a Server needs. Each field has a key, used in
 // Validate's and New's errors; the yesguard command sets it from the flag
@@ -40,6 +67,15 @@ const (
 //	DecisionLog     decision_log
 //	LogLevel        log_level
 //	ShutdownTimeout shutdown_timeout
+//	State           state
+//	DataDir         data_dir
+//	JSReplicas      js_replicas
+//	TranscriptRetention transcript_retention
+//	TranscriptMaxBytes  transcript_max_bytes
+//	DuplicateWindow     duplicate_window
+//	DecisionRetention   decision_retention
+//	DecisionMaxBytes    decision_max_bytes
+//	DecisionsPerCall    decisions_per_call
 //	Limits          limits.<field> (no flags yet)
 type Config struct {
 	// GRPCAddr is the host:port the Guard service, the gRPC health service
@@ -82,6 +118,34 @@ type Config struct {
 	// Limits bound what one transcript event and one call may hold; zero
 	// fields take the transcript package's defaults.
 	Limits transcript.Limits
+
+	// State is where the shared state lives: "jetstream" (the default:
+	// every replica on one NATS shares the transcript stream, the
+	// reservations bucket and the decision stream, and a restart keeps
+	// them) or "memory" (this process only: one replica, lost at restart).
+	State string
+	// DataDir holds the embedded NATS server's JetStream store (state
+	// jetstream, no NATSURL). Default DefaultDataDir().
+	DataDir string
+	// JSReplicas is how many copies the streams and the bucket keep on a
+	// JetStream cluster (1, 3 or 5). Default 1.
+	JSReplicas int
+	// TranscriptRetention and TranscriptMaxBytes bound the transcript
+	// stream (default 1h, 1 GiB); it must outlast IdleTTL, which a start
+	// replays. DuplicateWindow is its Nats-Msg-Id window (default 2m).
+	TranscriptRetention time.Duration
+	TranscriptMaxBytes  int64
+	DuplicateWindow     time.Duration
+	// DecisionRetention, DecisionMaxBytes and DecisionsPerCall bound the
+	// decision stream (default 7 days, 4 GiB, 10000 records a call).
+	DecisionRetention time.Duration
+	DecisionMaxBytes  int64
+	DecisionsPerCall  int
+	// TranscriptMaxLag: while events are pending on the transcript stream
+	// and the last one applied was stored longer ago than this, Checks
+	// refuse (REASON_TRANSCRIPT_GAP). Default 1s. (No flag: tests and
+	// benchmarks set it.)
+	TranscriptMaxLag time.Duration
 }
 
 // DefaultConfig returns a config with every default set, the HTTP server
@@ -114,6 +178,33 @@ func (c *Config) SetDefaults() {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	c.Limits.SetDefaults()
+	if c.State == "" {
+		c.State = DefaultState
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir()
+	}
+	if c.JSReplicas == 0 {
+		c.JSReplicas = DefaultJSReplicas
+	}
+	if c.TranscriptRetention == 0 {
+		c.TranscriptRetention = DefaultTranscriptRetention
+	}
+	if c.TranscriptMaxBytes == 0 {
+		c.TranscriptMaxBytes = DefaultTranscriptMaxBytes
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if c.DecisionRetention == 0 {
+		c.DecisionRetention = DefaultDecisionRetention
+	}
+	if c.DecisionMaxBytes == 0 {
+		c.DecisionMaxBytes = DefaultDecisionMaxBytes
+	}
+	if c.DecisionsPerCall == 0 {
+		c.DecisionsPerCall = DefaultDecisionsPerCall
+	}
 }
 
 // Validate reports every problem at once, each naming its field's key. It
@@ -150,10 +241,34 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout", fmt.Errorf("must be above 0, got %s", c.ShutdownTimeout))
 	}
+	switch c.State {
+	case StateJetStream:
+		if c.NATSURL == "" && strings.TrimSpace(c.DataDir) == "" {
+			bad("data_dir", errors.New("empty; the embedded NATS server keeps its JetStream store there"))
+		}
+		if c.TranscriptRetention < c.Limits.IdleTTL {
+			bad("transcript_retention", fmt.Errorf("%s is shorter than the %s a start replays (limits.idle_ttl)", c.TranscriptRetention, c.Limits.IdleTTL))
+		}
+	case StateMemory:
+	default:
+		bad("state", fmt.Errorf("%q is not jetstream or memory", c.State))
+	}
+	if c.JSReplicas != 1 && c.JSReplicas != 3 && c.JSReplicas != 5 {
+		bad("js_replicas", fmt.Errorf("%d: want 1, 3 or 5", c.JSReplicas))
+	}
+	if p := c.SubjectPrefix + "."; strings.HasPrefix(p, "yesguard.decisions.") || strings.HasPrefix("yesguard.decisions.", p) || strings.HasPrefix(p, "$") {
+		bad("subject_prefix", fmt.Errorf("%q overlaps the decision stream's subjects (yesguard.decisions.>) or the JetStream API", c.SubjectPrefix))
+	}
 	for _, f := range []struct {
 		key string
 		v   int64
 	}{
+		{"transcript_retention", int64(c.TranscriptRetention)},
+		{"transcript_max_bytes", c.TranscriptMaxBytes},
+		{"duplicate_window", int64(c.DuplicateWindow)},
+		{"decision_retention", int64(c.DecisionRetention)},
+		{"decision_max_bytes", c.DecisionMaxBytes},
+		{"decisions_per_call", int64(c.DecisionsPerCall)},
 		{"limits.max_text_bytes", int64(c.Limits.MaxTextBytes)},
 		{"limits.max_utterances", int64(c.Limits.MaxUtterances)},
 		{"limits.idle_ttl", int64(c.Limits.IdleTTL)},

@@ -58,7 +58,7 @@ func withNATSURL(u string) e2eOpt { return func(c *Config) { c.NATSURL = u } }
 func startE2E(t *testing.T, opts ...e2eOpt) *e2e {
 	t.Helper()
 	e := &e2e{t: t, reg: prometheus.NewRegistry(), seq: map[string]uint64{}, log: filepath.Join(t.TempDir(), "decisions.log")}
-	cfg := Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", DecisionLog: e.log}
+	cfg := Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", DecisionLog: e.log, DataDir: t.TempDir()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -330,7 +330,7 @@ func TestE2EMalformedCheck(t *testing.T) {
 
 // With NATS down the guard cannot see the caller, so it refuses.
 func TestE2ENATSDownRefuses(t *testing.T) {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, JetStream: true, StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,7 +165,7 @@ func expectMetrics(t *testing.T, httpAddr string, wants ...want) []sample {
 // after each step as Prometheus would.
 func TestMetricsMoveWithDecisions(t *testing.T) {
 	dir := t.TempDir()
-	cfg := testConfig()
+	cfg := testConfig(t)
 	cfg.PolicyPath = writeFile(t, dir, "policy.yaml", `
 defaults:
   wait: 2s
@@ -317,9 +317,10 @@ func TestMetricsNATSState(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
+	store := t.TempDir() // kept across the restart
 	startNATS := func() *natsserver.Server {
 		t.Helper()
-		ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true})
+		ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true, JetStream: true, StoreDir: store})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +332,7 @@ func TestMetricsNATSState(t *testing.T) {
 	}
 	ns := startNATS()
 
-	cfg := testConfig()
+	cfg := testConfig(t)
 	cfg.NATSURL = ns.ClientURL()
 	ts := startServer(t, cfg)
 	expectMetrics(t, ts.HTTPAddr(),
@@ -356,7 +357,7 @@ func TestMetricsNATSState(t *testing.T) {
 // collectors, is refused as already registered (same name, help, type and
 // labels), and every yesguard_ family the server gathers is an entry.
 func TestServerExportsTheCatalogue(t *testing.T) {
-	cfg := testConfig()
+	cfg := testConfig(t)
 	cfg.DecisionLog = filepath.Join(t.TempDir(), "decisions.log") // the log's own series
 	reg := prometheus.NewRegistry()
 	srv, err := New(cfg, WithLogger(zaptest.NewLogger(t)), WithRegistry(reg))

@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,12 +38,22 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 	if port == 0 {
 		port = natsserver.RANDOM_PORT
 	}
-	ns, err := natsserver.NewServer(&natsserver.Options{
+	opts := &natsserver.Options{
 		ServerName: "yesguard",
 		Host:       host,
 		Port:       port,
 		NoSigs:     true,
-	})
+	}
+	if s.cfg.State == StateJetStream {
+		// The store survives restarts: a plain `go run ./cmd/yesguard`
+		// keeps its reservations, transcripts and records.
+		opts.JetStream = true
+		opts.StoreDir = filepath.Join(s.cfg.DataDir, "jetstream")
+		if err := os.MkdirAll(opts.StoreDir, 0o700); err != nil {
+			return fmt.Errorf("data_dir: %w", err)
+		}
+	}
+	ns, err := natsserver.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("nats_listen: embedded NATS server: %w", err)
 	}
@@ -108,13 +121,17 @@ func clientURL(addr net.Addr) string {
 	return u.String()
 }
 
-// connectNATS connects to the embedded server in-process, or to the
-// external one. An external server that cannot be reached yet does not
-// stop start-up: the connection keeps retrying, and meanwhile the guard
-// refuses every Check and /readyz answers 503.
-func (s *Server) connectNATS() error {
-	opts := []nats.Option{
+// InboxPrefix is the prefix of the guard connection's reply subjects, so
+// that NATS permissions can keep other users from reading its replies
+// (JetStream acknowledgements, API answers).
+const InboxPrefix = "_INBOX_yesguard"
+
+// natsOptions are every option of the guard's NATS connection, in one
+// place: credentials and TLS (issue 11) belong here too.
+func (s *Server) natsOptions() []nats.Option {
+	return []nats.Option{
 		nats.Name("yesguard"),
+		nats.CustomInboxPrefix(InboxPrefix),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(natsReconnectWait),
 		nats.ConnectHandler(func(nc *nats.Conn) {
@@ -125,15 +142,26 @@ func (s *Server) connectNATS() error {
 			if !s.stopping.Load() {
 				s.log.Warn("NATS disconnected; refusing every Check until it is back", zap.Error(err))
 			}
+			// Behind from now on: once the connection is back (which the
+			// guard may see before this handler's twin on reconnect runs),
+			// events published meanwhile are still to be applied.
+			s.resync()
 			s.updateFeedHealth()
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.metrics.reconnects.Inc()
 			s.log.Info("NATS reconnected", zap.String("url", nc.ConnectedUrlRedacted()))
+			s.resync()
 			s.updateFeedHealth()
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			s.metrics.errors.Inc()
+			if errors.Is(err, nats.ErrSlowConsumer) && s.js == nil {
+				// The core subscription dropped events of calls unknown:
+				// fail closed on every call held until its agent speaks.
+				n := s.store.MarkLost("transcript events were dropped (slow consumer): the guard may lack the caller's latest words")
+				s.log.Error("NATS dropped transcript events (slow consumer); every call held is refused until its agent speaks again", zap.Int("calls", n))
+			}
 			fields := []zap.Field{zap.Error(err)}
 			if sub != nil {
 				fields = append(fields, zap.String("subject", sub.Subject))
@@ -145,6 +173,14 @@ func (s *Server) connectNATS() error {
 			s.ncClosedOnce.Do(func() { close(s.ncClosed) })
 		}),
 	}
+}
+
+// connectNATS connects to the embedded server in-process, or to the
+// external one. An external server that cannot be reached yet does not
+// stop start-up: the connection keeps retrying, and meanwhile the guard
+// refuses every Check and /readyz answers 503.
+func (s *Server) connectNATS() error {
+	opts := append(s.natsOptions(), s.natsOpts...)
 	target := s.natsURL
 	if s.ns != nil {
 		opts = append(opts, nats.InProcessServer(s.ns))
@@ -183,7 +219,39 @@ func (s *Server) feedState() (guard.FeedState, string) {
 	if !s.feedUp() {
 		return guard.FeedDown, "the transcript feed (NATS) is not connected"
 	}
+	if s.js != nil {
+		in := s.js.ingester.Load()
+		if in == nil {
+			return guard.FeedBehind, "the guard has not set up its JetStream state yet"
+		}
+		if why := in.Behind(time.Now()); why != "" {
+			return guard.FeedBehind, why
+		}
+	}
 	return guard.FeedLive, ""
+}
+
+// resync marks the transcript ingester behind until it has applied what the
+// stream holds (the JetStream state only).
+func (s *Server) resync() {
+	if s.js != nil {
+		if in := s.js.ingester.Load(); in != nil {
+			in.Resync()
+		}
+	}
+}
+
+// serving reports whether the guard can judge: connected, and, with the
+// JetStream state, set up and caught up with the transcript stream.
+func (s *Server) serving() bool {
+	if !s.feedUp() {
+		return false
+	}
+	if s.js == nil {
+		return true
+	}
+	in := s.js.ingester.Load()
+	return in != nil && in.CaughtUp()
 }
 
 // feedUp reports whether the transcript feed is connected.
@@ -198,13 +266,14 @@ func (s *Server) feedUp() bool {
 func (s *Server) updateFeedHealth() {
 	s.feedMu.Lock()
 	defer s.feedMu.Unlock()
-	up := s.feedUp()
 	status := healthgrpc.HealthCheckResponse_NOT_SERVING
-	if up {
+	if s.feedUp() {
 		s.metrics.connected.Set(1)
-		status = healthgrpc.HealthCheckResponse_SERVING
 	} else {
 		s.metrics.connected.Set(0)
+	}
+	if s.serving() {
+		status = healthgrpc.HealthCheckResponse_SERVING
 	}
 	// After Stop's health.Shutdown this is ignored.
 	s.health.SetServingStatus(GuardService, status)

@@ -1,23 +1,29 @@
 // Package server is yesguard as an embeddable service: it wires the
 // transcript feed (NATS, embedded or external), the engine (guard) and its
-// gRPC service, the dedupe book, the decision store
-// and the decision log behind one gRPC listener and one HTTP listener, and
-// owns their lifecycle. The yesguard command only parses flags into a
-// Config and runs a Server; tests run one in-process on 127.0.0.1:0.
+// gRPC service, the dedupe book, the decision store and the decision log
+// behind one gRPC listener and one HTTP listener, and owns their
+// lifecycle. With the JetStream state (the default) the book, the store
+// and the transcript live in JetStream, shared by every replica on the
+// NATS; with the memory state, in this process. The yesguard command only
+// parses flags into a Config and runs a Server; tests run one in-process
+// on 127.0.0.1:0.
 //
 // Rules that hold:
 //   - A bad config, policy or locale stops New with an error naming the
 //     field; nothing is listening yet.
 //   - Stop is bounded by its context and by Config.ShutdownTimeout, runs
 //     once, and tears down in order: health NOT_SERVING, gRPC graceful stop
-//     (in-flight Checks finish), HTTP shutdown, transcript ingester, decision
-//     log flush, NATS connection, embedded NATS server.
+//     (in-flight Checks finish), HTTP shutdown, transcript ingester, the
+//     JetStream state (the decision records still queued get the time
+//     left), decision log flush, NATS connection, embedded NATS server.
 //   - A panic in a gRPC handler becomes codes.Internal for that call; it
 //     never takes the process down.
-//   - While the NATS connection is down, /readyz answers 503 and the gRPC
-//     health status of yesguard.v1.Guard is NOT_SERVING; the overall status
-//     ("") stays SERVING while the process serves. The guard itself refuses
-//     every Check meanwhile (fail closed).
+//   - While the NATS connection is down, and, with the JetStream state,
+//     until the streams and the bucket are set up and the transcript stream
+//     is caught up after a start or a reconnect, /readyz answers 503 and the
+//     gRPC health status of yesguard.v1.Guard is NOT_SERVING; the overall
+//     status ("") stays SERVING while the process serves. The guard itself
+//     refuses every Check meanwhile (fail closed).
 package server
 
 import (
@@ -75,6 +81,10 @@ const natsReconnectWait = 250 * time.Millisecond
 // subscription.
 const natsFlushTimeout = 5 * time.Second
 
+// jsStartTimeout bounds Start's wait for the JetStream state when NATS is
+// reachable.
+const jsStartTimeout = 30 * time.Second
+
 // ErrStarted is returned by Start on a server already started or stopped.
 var ErrStarted = errors.New("server already started or stopped")
 
@@ -87,6 +97,13 @@ type options struct {
 	sink     service.DecisionSink
 	grpcOpts []grpc.ServerOption
 	tokens   *auth.Tokens
+	natsOpts []nats.Option
+}
+
+// WithNATSOptions adds options to the guard's NATS connection, after its
+// own (natsOptions): credentials, TLS, or a test's restrictions.
+func WithNATSOptions(opts ...nats.Option) Option {
+	return func(o *options) { o.natsOpts = append(o.natsOpts, opts...) }
 }
 
 // WithLogger sets the operational logger. Without it New builds a JSON
@@ -119,18 +136,25 @@ func WithTimelineTokens(tokens *auth.Tokens) Option { return func(o *options) { 
 type Server struct {
 	cfg      Config
 	grpcOpts []grpc.ServerOption // from WithGRPCServerOptions
+	natsOpts []nats.Option       // from WithNATSOptions
 	log      *zap.Logger
 	ownLog   bool
 	gatherer prometheus.Gatherer
 	metrics  natsMetrics
+	reg      prometheus.Registerer
 	store    *transcript.Store
 	tmetrics *transcript.Metrics
-	book     *dedupe.Memory
-	records  *decisions.Memory
-	guard    *guard.Guard
-	service  *service.Service
-	dlog     *decisionlog.Logger // nil when the sink came from WithDecisionSink
-	timeline *timeline.Handler
+	// book and records are the memory state (state memory) or the
+	// JetStream state's (state jetstream), which js sets up.
+	book       dedupe.Book
+	records    decisions.Store
+	memBook    *dedupe.Memory    // state memory only
+	memRecords *decisions.Memory // state memory only
+	js         *jsState          // state jetstream only
+	guard      *guard.Guard
+	service    *service.Service
+	dlog       *decisionlog.Logger // nil when the sink came from WithDecisionSink
+	timeline   *timeline.Handler
 
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
@@ -153,6 +177,7 @@ type Server struct {
 	httpLn       net.Listener
 	natsURL      string
 	sweepCancel  context.CancelFunc
+	setupCancel  context.CancelFunc // ends the JetStream set-up
 	// wg counts the serving loops and the sweepers.
 	wg sync.WaitGroup
 
@@ -184,7 +209,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
 
-	s := &Server{cfg: cfg, log: o.log, grpcOpts: o.grpcOpts, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: o.log, grpcOpts: o.grpcOpts, natsOpts: o.natsOpts, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
 	if s.log == nil {
 		log, err := NewLogger(cfg.LogLevel, nil, false)
 		if err != nil {
@@ -205,15 +230,23 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	s.gatherer = reg
+	s.gatherer, s.reg = reg, reg
 	s.metrics = newNATSMetrics(reg)
 	bi := ReadBuildInfo()
 	metrics.NewGaugeVec(reg, metrics.BuildInfo).WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 
 	s.tmetrics = transcript.NewMetrics(reg)
 	s.store = transcript.NewStore(cfg.Limits, s.tmetrics)
-	s.book = dedupe.NewMemory(reg)
-	s.records = decisions.NewMemory(decisions.MemoryLimits{})
+	if cfg.State == StateMemory {
+		s.memBook, s.memRecords = dedupe.NewMemory(reg), decisions.NewMemory(decisions.MemoryLimits{})
+		s.book, s.records = s.memBook, s.memRecords
+		s.log.Warn("state memory: reservations, evidence uses and decision records are held in this process only. " +
+			"Run one replica: a second one would allow the same action again, and a restart forgets them. Use --state jetstream for replicas and restarts")
+	} else {
+		s.js = &jsState{ready: make(chan struct{})}
+		s.js.registerMetrics(reg)
+		s.book, s.records = stateBook{s.js}, stateStore{s.js}
+	}
 
 	sink := o.sink
 	if sink == nil {
@@ -230,6 +263,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		Store:      s.store,
 		Book:       s.book,
 		Feed:       s.feedState,
+		Settle:     s.settle,
 		Registerer: reg,
 		Logger:     s.log.Named("guard"),
 	})
@@ -340,17 +374,36 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.connectNATS(); err != nil {
 		return err
 	}
-	s.ingester = transcript.NewIngester(s.nc.Load(), s.cfg.SubjectPrefix, s.store, s.cfg.Limits, s.log, s.tmetrics)
-	if err := s.ingester.Start(); err != nil {
-		return fmt.Errorf("start transcript ingester: %w", err)
-	}
-	// A round trip to NATS, so that the server holds the subscription before
-	// the gRPC server (and its health service) listens: a transcript
-	// published once the guard reports healthy is never missed. A server
-	// not reachable yet gets the subscription when the connection is made.
-	if nc := s.nc.Load(); nc.IsConnected() {
-		if err := nc.FlushTimeout(natsFlushTimeout); err != nil {
-			s.log.Warn("NATS did not confirm the transcript subscription; it is sent again on reconnect", zap.Error(err))
+	if s.js == nil {
+		s.ingester = transcript.NewIngester(s.nc.Load(), s.cfg.SubjectPrefix, s.store, s.cfg.Limits, s.log, s.tmetrics)
+		if err := s.ingester.Start(); err != nil {
+			return fmt.Errorf("start transcript ingester: %w", err)
+		}
+		// A round trip to NATS, so that the server holds the subscription
+		// before the gRPC server (and its health service) listens: a
+		// transcript published once the guard reports healthy is never
+		// missed. A server not reachable yet gets the subscription when the
+		// connection is made.
+		if nc := s.nc.Load(); nc.IsConnected() {
+			if err := nc.FlushTimeout(natsFlushTimeout); err != nil {
+				s.log.Warn("NATS did not confirm the transcript subscription; it is sent again on reconnect", zap.Error(err))
+			}
+		}
+	} else {
+		// The streams and the bucket are set up in the background, so that
+		// an external NATS unreachable now does not stop start-up; when
+		// NATS is reachable, start-up waits for them and for the transcript
+		// to be caught up, so the guard serves from its first Check.
+		setupCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.setupCancel = cancel
+		s.wg.Go(func() { s.setUpJetStream(setupCtx) })
+		if s.nc.Load().IsConnected() {
+			wctx, cancel := context.WithTimeout(ctx, jsStartTimeout)
+			err := s.waitJetStream(wctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("set up the JetStream state (streams %s, %s, bucket %s): %w", TranscriptStreamName(s.cfg.SubjectPrefix), DecisionStream, StateBucket, err)
+			}
 		}
 	}
 
@@ -400,12 +453,32 @@ func (s *Server) start(ctx context.Context) error {
 		sweep func(time.Time) int
 	}{
 		{storeSweepEvery, s.store.Sweep},
-		{bookSweepEvery, s.book.Sweep},
-		{decisionsSweepEvery, s.records.Sweep},
+		{bookSweepEvery, s.sweepBook},
+		{decisionsSweepEvery, s.sweepRecords},
 	} {
 		s.wg.Go(func() { runEvery(sweepCtx, sw.every, sw.sweep) })
 	}
 	return nil
+}
+
+// sweepBook sweeps the memory book, or the KV book's mirror.
+func (s *Server) sweepBook(now time.Time) int {
+	if s.memBook != nil {
+		return s.memBook.Sweep(now)
+	}
+	if b := s.js.book.Load(); b != nil {
+		return b.Sweep(now)
+	}
+	return 0
+}
+
+// sweepRecords sweeps the memory decision store (the stream has its own
+// limits).
+func (s *Server) sweepRecords(now time.Time) int {
+	if s.memRecords != nil {
+		return s.memRecords.Sweep(now)
+	}
+	return 0
 }
 
 // runEvery calls sweep every interval until ctx is done: what bounds the
@@ -435,6 +508,8 @@ func (s *Server) httpHandler() http.Handler {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		case !s.feedUp():
 			http.Error(w, "transcript feed (NATS) disconnected", http.StatusServiceUnavailable)
+		case !s.serving():
+			http.Error(w, "catching up with the transcript stream, or the JetStream state is not set up yet", http.StatusServiceUnavailable)
 		default:
 			_, _ = w.Write([]byte("ok\n"))
 		}
@@ -537,9 +612,17 @@ func (s *Server) shutdown(ctx context.Context) error {
 		// connection ends it, and the ingester's Stop returns at once.
 		nc.Close()
 	}
+	if s.setupCancel != nil {
+		s.setupCancel()
+	}
 	if s.ingester != nil {
 		if err := s.ingester.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop transcript ingester: %w", err))
+		}
+	}
+	if s.js != nil {
+		if err := s.stopJetStream(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop the JetStream state: %w", err))
 		}
 	}
 	if s.dlog != nil {

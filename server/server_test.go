@@ -58,13 +58,15 @@ type testServer struct {
 }
 
 // testConfig listens on free loopback ports only, with the default policy
-// and locales.
-func testConfig() Config {
+// and locales, and keeps the embedded JetStream store in the test's
+// temporary directory.
+func testConfig(t testing.TB) Config {
 	return Config{
 		GRPCAddr:        "127.0.0.1:0",
 		NATSListen:      "127.0.0.1:0",
 		HTTPAddr:        "127.0.0.1:0",
 		ShutdownTimeout: 5 * time.Second,
+		DataDir:         t.TempDir(),
 	}
 }
 
@@ -217,7 +219,7 @@ func TestNewRejectsBadRules(t *testing.T) {
 		{"decision log", func(c *Config) { c.DecisionLog = filepath.Join(dir, "missing", "d.log") }, []string{"decision_log: "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig()
+			cfg := testConfig(t)
 			tc.mutate(&cfg)
 			opts := []Option{WithLogger(zaptest.NewLogger(t)), WithRegistry(prometheus.NewRegistry())}
 			s, err := New(cfg, opts...)
@@ -235,7 +237,7 @@ func TestNewRejectsBadRules(t *testing.T) {
 }
 
 func TestStartStop(t *testing.T) {
-	ts := startServer(t, testConfig())
+	ts := startServer(t, testConfig(t))
 
 	for name, addr := range map[string]string{"grpc": ts.GRPCAddr(), "http": ts.HTTPAddr()} {
 		if _, port, err := net.SplitHostPort(addr); err != nil || port == "0" {
@@ -281,7 +283,7 @@ func TestReflectionListsGuard(t *testing.T) {
 	if GuardService != yesguardv1.Guard_ServiceDesc.ServiceName {
 		t.Fatalf("GuardService = %q, want %q", GuardService, yesguardv1.Guard_ServiceDesc.ServiceName)
 	}
-	ts := startServer(t, testConfig())
+	ts := startServer(t, testConfig(t))
 	cc := dial(t, ts.GRPCAddr())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -318,7 +320,7 @@ func TestReflectionListsGuard(t *testing.T) {
 // and that a Check is answered and logged; the guard's rules are tested in
 // package guard.
 func TestWiring(t *testing.T) {
-	ts := startServer(t, testConfig())
+	ts := startServer(t, testConfig(t))
 
 	nc, err := nats.Connect(ts.NATSURL())
 	if err != nil {
@@ -353,7 +355,7 @@ func TestWiring(t *testing.T) {
 
 func TestDecisionLogFile(t *testing.T) {
 	dir := t.TempDir()
-	cfg := testConfig()
+	cfg := testConfig(t)
 	cfg.DecisionLog = filepath.Join(dir, "decisions.log")
 	// The call is unknown: do not wait long for its transcript.
 	cfg.PolicyPath = writeFile(t, dir, "policy.yaml", "defaults:\n  wait: 20ms\n")
@@ -380,7 +382,7 @@ func TestDecisionLogFile(t *testing.T) {
 }
 
 func TestExternalNATSDown(t *testing.T) {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true, JetStream: true, StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +392,7 @@ func TestExternalNATSDown(t *testing.T) {
 		t.Fatal("test NATS server not ready")
 	}
 
-	cfg := testConfig()
+	cfg := testConfig(t)
 	cfg.NATSURL = ns.ClientURL()
 	ts := startServer(t, cfg)
 	if ts.NATSURL() != cfg.NATSURL {
@@ -425,7 +427,7 @@ func TestExternalNATSUnreachableAtStart(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 
-	cfg := testConfig()
+	cfg := testConfig(t)
 	cfg.NATSURL = "nats://" + addr
 	ts := startServer(t, cfg)
 	if code, _ := httpGet(t, "http://"+ts.HTTPAddr()+"/readyz"); code != 503 {
@@ -450,7 +452,7 @@ func TestStartFailsOnBusyPort(t *testing.T) {
 		{"nats", func(c *Config) { c.NATSListen = ln.Addr().String() }, "nats_listen: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig()
+			cfg := testConfig(t)
 			tc.mutate(&cfg)
 			ts := newServer(t, cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -466,7 +468,7 @@ func TestStartFailsOnBusyPort(t *testing.T) {
 }
 
 func TestStopBeforeStart(t *testing.T) {
-	ts := newServer(t, testConfig())
+	ts := newServer(t, testConfig(t))
 	stopServer(t, ts.Server)
 	if err := ts.Start(context.Background()); !errors.Is(err, ErrStarted) {
 		t.Errorf("Start after Stop = %v, want ErrStarted", err)
@@ -476,7 +478,7 @@ func TestStopBeforeStart(t *testing.T) {
 func TestReload(t *testing.T) {
 	dir := t.TempDir()
 	policy := writeFile(t, dir, "policy.yaml", "defaults:\n  wait: 200ms\n")
-	cfg := testConfig()
+	cfg := testConfig(t)
 	cfg.PolicyPath = policy
 	ts := newServer(t, cfg)
 	defer stopServer(t, ts.Server)
@@ -492,7 +494,7 @@ func TestReload(t *testing.T) {
 }
 
 func TestPanicBecomesInternal(t *testing.T) {
-	ts := newServer(t, testConfig())
+	ts := newServer(t, testConfig(t))
 	defer stopServer(t, ts.Server)
 
 	info := &grpc.UnaryServerInfo{FullMethod: yesguardv1.Guard_Check_FullMethodName}
@@ -525,7 +527,7 @@ func TestGRPCServerOptions(t *testing.T) {
 		mu.Unlock()
 		return handler(ctx, req)
 	}
-	ts := startServer(t, testConfig(), WithGRPCServerOptions(grpc.ChainUnaryInterceptor(record)))
+	ts := startServer(t, testConfig(t), WithGRPCServerOptions(grpc.ChainUnaryInterceptor(record)))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := yesguardv1.NewGuardClient(dial(t, ts.GRPCAddr())).Check(ctx, &yesguardv1.CheckRequest{CallId: "c1", Tool: "lookup"})

@@ -118,7 +118,13 @@ func (s *Service) record(ctx context.Context, d *yesguardv1.Decision) {
 	if s.cfg.Store == nil {
 		return
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	timeout := storeTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		// The answer must still reach the caller: a store that does not
+		// take the record by then queues it instead.
+		timeout = min(timeout, max(time.Until(dl)-answerMargin, minStoreWait))
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if err := s.cfg.Store.Add(sctx, d); err != nil {
 		s.cfg.Logger.Warn("decision record not stored for ListDecisions (it is in the decision log)",
@@ -126,8 +132,14 @@ func (s *Service) record(ctx context.Context, d *yesguardv1.Decision) {
 	}
 }
 
-// storeTimeout bounds how long a record's store may hold an answer up.
-const storeTimeout = 2 * time.Second
+// How long a record's store may hold an answer up: storeTimeout, and no
+// later than answerMargin before the caller's deadline (but minStoreWait
+// at least).
+const (
+	storeTimeout = 2 * time.Second
+	answerMargin = 20 * time.Millisecond
+	minStoreWait = 50 * time.Millisecond
+)
 
 func (s *Service) invalid(err error) error {
 	s.CountError(codes.InvalidArgument)

@@ -48,7 +48,13 @@ func (l *Limits) SetDefaults() {
 type Utterance struct {
 	// ID is a per-call counter assigned on arrival; stable while the call
 	// is held, so a turn can be named by the ID of its first utterance.
-	ID         uint64
+	// ID is the stream sequence of its event when it came from the
+	// transcript stream, so that every replica names it alike.
+	ID uint64
+	// Source and Epoch name the publisher's run that sent it; Seq is its
+	// number in that run (or in the call, for events without a source).
+	Source     string
+	Epoch      uint64
 	Seq        uint64
 	Speaker    Speaker
 	Text       string
@@ -77,6 +83,7 @@ type Turn struct {
 	LastSeq     uint64
 	Lang        string // the last non-empty lang of its utterances
 	ResponseID  string // the last non-empty response id
+	Source      string // the last non-empty source of its utterances
 	Interrupted bool   // any utterance was interrupted
 	ReceivedAt  time.Time
 }
@@ -139,6 +146,24 @@ func (s *Store) Apply(ev Event, now time.Time) (bool, string) {
 	return s.apply(ev, now)
 }
 
+// Meta is how an event reached the store.
+type Meta struct {
+	// At is when it was received: the stream's timestamp of its message,
+	// or its arrival.
+	At time.Time
+	// StreamSeq is its message's sequence in the transcript stream; 0
+	// when it did not come from one.
+	StreamSeq uint64
+	// Replay: it was applied while catching up with the stream after a
+	// start, so a run's first seq above 1 is history, not a gap.
+	Replay bool
+}
+
+// ApplyMeta is Apply with how the event arrived.
+func (s *Store) ApplyMeta(ev Event, meta Meta) (bool, string) {
+	return s.applyMeta(ev, meta)
+}
+
 // Snapshot returns a copy of the call's state and a channel that is closed
 // at the call's next change (for an unknown call: when any call is
 // created). Waiters select on it; nothing polls.
@@ -153,6 +178,11 @@ func (s *Store) Snapshot(callID string) (Snapshot, <-chan struct{}) {
 func (s *Store) SnapshotTurns(callID, skipResponseID string, maxTurns int) (Snapshot, <-chan struct{}) {
 	return s.snapshotTail(callID, skipResponseID, maxTurns)
 }
+
+// MarkLost marks every call held uncertain (Snapshot.Gap says why) until
+// its agent speaks again: events may have been lost, and nothing tells
+// which call's. It returns how many calls it marked.
+func (s *Store) MarkLost(why string) int { return s.markLost(why) }
 
 // Sweep evicts idle and ended calls, and the least recently active ones
 // above MaxCalls. It returns how many it evicted.

@@ -21,7 +21,12 @@ const (
 	ReasonEmptyText      = "empty_text"
 	ReasonBadTimes       = "bad_times"
 	ReasonDuplicateSeq   = "duplicate_seq"
+	ReasonBadSource      = "bad_source"
+	ReasonSeqJump        = "seq_jump"
 )
+
+// MaxSourceBytes bounds an event's source name.
+const MaxSourceBytes = 64
 
 func reject(reason, detail string) error {
 	return &RejectError{Reason: reason, Detail: detail}
@@ -113,6 +118,9 @@ func decode(prefix, subject string, data []byte, limits Limits) (Event, error) {
 		return Event{}, reject(ReasonEmptyText, "final transcript with empty text")
 	}
 
+	if len(ev.Source) > MaxSourceBytes || strings.IndexFunc(ev.Source, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return Event{}, reject(ReasonBadSource, "source: at most 64 bytes, no spaces or control characters")
+	}
 	if ev.StartMS != nil && *ev.StartMS < 0 {
 		return Event{}, reject(ReasonBadTimes, "negative start_ms")
 	}

@@ -1,18 +1,29 @@
 // Package transcript ingests the live transcript of each call from NATS and
 // keeps, per call, the bounded state the guard judges: final utterances of
 // the caller and the agent in order, whether the caller is speaking right
-// now, and the call's last known language.
+// now, the call's last known language, and whether events of it may be
+// missing. Events come from the JetStream transcript stream
+// (StreamIngester, every replica reading every event) or from a core
+// subscription (Ingester, one replica).
 //
 // Rules that hold:
 //   - Interim results are never stored as utterances; they only mark caller
 //     speech as in flight.
 //   - A malformed event (bad JSON, unknown speaker or type, call id not
-//     matching its subject, oversized text) is dropped and counted, and
-//     changes no state.
-//   - A repeated seq on a call is dropped; events are ordered by seq where
-//     the publisher gives one, else by arrival.
-//   - Per-call state is bounded (utterances kept, text length) and calls idle
-//     for longer than the idle TTL are evicted.
+//     matching its subject, oversized text, a bad source) is dropped and
+//     counted, and changes no state.
+//   - seq counts per publisher run (source, epoch): a repeat within a run
+//     is dropped, counted and logged. A gap within a run, a run first seen
+//     above seq 1 (outside a replay of the stream), a seq that jumps too
+//     far (rejected) or events lost by a slow consumer make the call
+//     uncertain (Snapshot.Gap) until the gap fills or the agent speaks
+//     again. Events without a source keep one seq per call.
+//   - Order: events with a source by audio time, then their run's seq,
+//     then arrival (stream order); events without one by seq where given,
+//     else by arrival.
+//   - Per-call state is bounded (utterances kept, text length, publisher
+//     runs followed) and calls idle for longer than the idle TTL are
+//     evicted.
 //   - Every change to a call wakes its waiters (the channel Store.Snapshot
 //     returns is closed); nothing polls.
 package transcript

@@ -65,7 +65,7 @@ type eventNumbers struct {
 
 // knownKeys are the Event's JSON names. encoding/json also matches a key
 // that equals one of them but for case: such keys are left to it.
-var knownKeys = [...]string{"call_id", "seq", "speaker", "type", "text", "final", "start_ms", "end_ms", "lang", "response_id", "interrupted", "confidence"}
+var knownKeys = [...]string{"call_id", "seq", "speaker", "type", "text", "final", "start_ms", "end_ms", "lang", "response_id", "interrupted", "confidence", "source", "epoch"}
 
 type fastScanner struct {
 	data []byte
@@ -238,16 +238,11 @@ func (s *fastScanner) field(key []byte, subjID string, ev *Event, nums **eventNu
 			}
 		})
 	case "seq":
-		if s.literal("null") {
-			return true
-		}
-		lit, isInt, ok := s.number()
-		if !ok || !isInt || lit[0] == '-' {
-			return false
-		}
-		v, ok := parseUint64(lit)
-		ev.Seq = v
-		return ok
+		return s.uint64Field(&ev.Seq)
+	case "epoch":
+		return s.uint64Field(&ev.Epoch)
+	case "source":
+		return str(func(b []byte) { ev.Source = internSource(b) })
 	case "speaker":
 		return str(func(b []byte) {
 			switch string(b) {
@@ -319,6 +314,34 @@ func (s *fastScanner) field(key []byte, subjID string, ev *Event, nums **eventNu
 		}
 	}
 	return s.skipValue(0)
+}
+
+// uint64Field decodes a JSON number holding a uint64 into dst (null leaves
+// it); a string of digits is left to encoding/json.
+func (s *fastScanner) uint64Field(dst *uint64) bool {
+	if s.literal("null") {
+		return true
+	}
+	lit, isInt, ok := s.number()
+	if !ok || !isInt || lit[0] == '-' {
+		return false
+	}
+	v, ok := parseUint64(lit)
+	*dst = v
+	return ok
+}
+
+// internSource returns a shared string for the common source names.
+func internSource(b []byte) string {
+	switch string(b) {
+	case "stt":
+		return "stt"
+	case "tts":
+		return "tts"
+	case "llm":
+		return "llm"
+	}
+	return string(b)
 }
 
 // maxSkipDepth bounds the nesting of an unknown field's value; deeper

@@ -94,27 +94,39 @@ func (in *Ingester) stop() error {
 func (in *Ingester) handle(subject string, data []byte) {
 	ev, err := Decode(in.prefix, subject, data, in.limits)
 	if err != nil {
-		reason, detail := ReasonBadJSON, err.Error()
-		var re *RejectError
-		if errors.As(err, &re) {
-			reason, detail = re.Reason, re.Detail
-		}
-		in.rejected(reason)
-		// Sampled, and without the text: transcripts are personal data.
-		in.log.Warn("transcript event rejected",
-			zap.String("reason", reason), zap.String("subject", subject),
-			zap.Int("bytes", len(data)), zap.String("detail", detail))
+		rejected(in.log, in.m, subject, data, err)
 		return
 	}
 	if ok, reason := in.store.Apply(ev, time.Now()); !ok {
-		in.rejected(reason)
-		in.log.Debug("transcript event dropped",
-			zap.String("reason", reason), zap.String("call_id", ev.CallID), zap.Uint64("seq", ev.Seq))
+		dropped(in.log, in.m, ev, reason)
 	}
 }
 
-func (in *Ingester) rejected(reason string) {
-	if in.m != nil {
-		in.m.EventsRejected.WithLabelValues(reason).Inc()
+// rejected counts and logs (sampled, and without the text: transcripts
+// are personal data) an event Decode rejected; fields name its message.
+func rejected(log *zap.Logger, m *Metrics, subject string, data []byte, err error, fields ...zap.Field) {
+	reason, detail := ReasonBadJSON, err.Error()
+	var re *RejectError
+	if errors.As(err, &re) {
+		reason, detail = re.Reason, re.Detail
+	}
+	count(m, reason)
+	log.Warn("transcript event rejected", append([]zap.Field{
+		zap.String("reason", reason), zap.String("subject", subject),
+		zap.Int("bytes", len(data)), zap.String("detail", detail)}, fields...)...)
+}
+
+// dropped counts and logs (sampled) an event the store did not apply: a
+// repeat, or a seq jump that left its call uncertain.
+func dropped(log *zap.Logger, m *Metrics, ev Event, reason string, fields ...zap.Field) {
+	count(m, reason)
+	log.Warn("transcript event dropped", append([]zap.Field{
+		zap.String("reason", reason), zap.String("call_id", ev.CallID), zap.String("source", ev.Source),
+		zap.Uint64("epoch", ev.Epoch), zap.Uint64("seq", ev.Seq)}, fields...)...)
+}
+
+func count(m *Metrics, reason string) {
+	if m != nil {
+		m.EventsRejected.WithLabelValues(reason).Inc()
 	}
 }

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -26,16 +27,28 @@ type call struct {
 
 	inFlight    bool
 	inFlightSeq uint64 // largest seq of the markers since the caller's last final (0: none given)
+	inFlightSrc stream // the publisher that numbered inFlightSeq
 	// lastCallerFinalSeq is the largest seq of a caller final; a marker with
-	// a smaller seq was spoken before that final and marks nothing.
+	// a smaller seq from the same publisher was spoken before that final
+	// and marks nothing.
 	lastCallerFinalSeq uint64
+	lastCallerFinalSrc stream
 
 	ended   bool
 	endedAt time.Time
 	lang    string
 
 	lastActive time.Time
-	seqs       seqWindow
+	seqs       seqWindow // the seqs of events without a source
+	// legacyJump is a seq of an event without a source that jumped too far
+	// and was rejected (0: none since the agent last spoke).
+	legacyJump uint64
+	// lost says why events of the call may have been lost (a slow
+	// consumer); "" when none since the agent last spoke.
+	lost string
+	// trackers follow the seqs of each (source, epoch), at most
+	// maxTrackers of them.
+	trackers []seqTracker
 
 	// changed is closed at the next change a Snapshot can see, and at
 	// eviction. It is made by the first Snapshot that needs it, not at each
@@ -83,7 +96,44 @@ func (s *Store) notifyNewCall() {
 	close(*old)
 }
 
+// maxSeqJump bounds how far a publisher's seq may pass the largest it
+// sent before (and, for its first event, how large it may be): an event
+// beyond it is rejected and its call is uncertain until the agent speaks
+// again.
+const maxSeqJump = 1 << 20
+
+// maxTrackers bounds the (source, epoch) pairs followed per call.
+const maxTrackers = 8
+
+// stream names a publisher's run: its source and epoch. The zero stream is
+// the events without a source.
+type stream struct {
+	source string
+	epoch  uint64
+}
+
+func streamOf(ev *Event) stream { return stream{ev.Source, ev.Epoch} }
+
+// seqTracker follows one publisher run's seqs, for repeats and gaps.
+type seqTracker struct {
+	stream
+	win seqWindow
+	// first is the smallest seq seen; headMissing: seqs below it were
+	// never seen (and were not left out of a replay on purpose).
+	first       uint64
+	headMissing bool
+	// forgiven: seqs at or below it no longer make a gap (the agent spoke
+	// after them).
+	forgiven uint64
+	// jumped is a seq rejected for jumping too far (0: none).
+	jumped uint64
+}
+
 func (s *Store) apply(ev Event, now time.Time) (bool, string) {
+	return s.applyMeta(ev, Meta{At: now})
+}
+
+func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 	// Apply trusts Decode, but a direct caller may hand it anything; these
 	// checks keep the store's invariants whoever calls.
 	if ev.CallID == "" {
@@ -113,12 +163,24 @@ func (s *Store) apply(ev Event, now time.Time) (bool, string) {
 		if s.m != nil {
 			s.m.ActiveCalls.Inc()
 		}
-	} else if ev.Seq != 0 && c.seenSeq(ev.Seq) {
+	}
+	if reason := c.admit(&ev, meta.Replay); reason != "" {
+		var old chan struct{}
+		if reason == ReasonSeqJump && !created {
+			// The call is uncertain now: waiters must see it.
+			old, c.changed = c.changed, nil
+		}
 		sh.mu.Unlock()
-		return false, ReasonDuplicateSeq
+		if created {
+			s.notifyNewCall()
+		}
+		if old != nil {
+			close(old)
+		}
+		return false, reason
 	}
 	var old chan struct{}
-	if c.apply(&ev, now, s.limits.MaxUtterances) && !created {
+	if c.apply(&ev, meta, s.limits.MaxUtterances) && !created {
 		old = c.changed // nil when no one asked; the next Snapshot makes one
 		c.changed = nil
 	}
@@ -135,42 +197,163 @@ func (s *Store) apply(ev Event, now time.Time) (bool, string) {
 	return true, ""
 }
 
-// seenSeq reports whether seq was already applied to the call: it is in the
-// recent window, or it is older than the window and a held utterance
-// carries it. (An event older than the window whose seq is not held cannot
-// be told from a new one and is accepted.)
-func (c *call) seenSeq(seq uint64) bool {
-	seen, inWindow := c.seqs.seen(seq)
+// admit decides whether a numbered event is new: "" to apply it, else the
+// reason it is dropped (a repeat, or a seq jump, which also marks the call
+// uncertain). replay: the event comes from catching up with the stream,
+// where a run's first seq above 1 is history, not a gap.
+func (c *call) admit(ev *Event, replay bool) string {
+	if ev.Seq == 0 {
+		return ""
+	}
+	st := streamOf(ev)
+	if st == (stream{}) {
+		if c.seenSeq(st, ev.Seq, &c.seqs) {
+			return ReasonDuplicateSeq
+		}
+		if ev.Seq > c.seqs.max+maxSeqJump {
+			c.legacyJump = ev.Seq
+			return ReasonSeqJump
+		}
+		c.seqs.add(ev.Seq)
+		return ""
+	}
+	tr := c.tracker(st)
+	if tr == nil {
+		// A run older than those followed: applied without a check, as
+		// more caller speech can only refuse more.
+		return ""
+	}
+	if tr.first != 0 && c.seenSeq(st, ev.Seq, &tr.win) {
+		return ReasonDuplicateSeq
+	}
+	if ev.Seq > tr.win.max+maxSeqJump {
+		tr.jumped = ev.Seq
+		return ReasonSeqJump
+	}
+	tr.win.add(ev.Seq)
+	switch {
+	case tr.first == 0:
+		tr.first = ev.Seq
+		tr.headMissing = ev.Seq > 1 && !replay
+	case ev.Seq < tr.first:
+		tr.first = ev.Seq
+		if ev.Seq == 1 {
+			tr.headMissing = false
+		}
+	}
+	return ""
+}
+
+// tracker returns the tracker of st, made when st is new; nil when st is
+// an older epoch of its source than the two it keeps.
+func (c *call) tracker(st stream) *seqTracker {
+	newer := 0
+	for i := range c.trackers {
+		tr := &c.trackers[i]
+		if tr.stream == st {
+			return tr
+		}
+		if tr.source == st.source && tr.epoch > st.epoch {
+			newer++
+		}
+	}
+	if newer >= 2 {
+		return nil
+	}
+	if len(c.trackers) >= maxTrackers {
+		c.trackers = slices.Delete(c.trackers, 0, 1)
+	}
+	c.trackers = append(c.trackers, seqTracker{stream: st})
+	return &c.trackers[len(c.trackers)-1]
+}
+
+// seenSeq reports whether the run's seq was already applied to the call:
+// it is in the recent window, or it is older than the window and a held
+// utterance of the run carries it. (An event older than the window whose
+// seq is not held cannot be told from a new one and is accepted.)
+func (c *call) seenSeq(st stream, seq uint64, w *seqWindow) bool {
+	seen, inWindow := w.seen(seq)
 	if inWindow {
 		return seen
 	}
 	for i := range c.utts {
-		if c.utts[i].Seq == seq {
+		if u := &c.utts[i]; u.Seq == seq && u.Source == st.source && u.Epoch == st.epoch {
 			return true
 		}
 	}
 	return false
 }
 
+// forgive clears the call's gaps: the agent spoke after them, so what they
+// hid is no longer the caller's current turn.
+func (c *call) forgive() {
+	c.legacyJump, c.lost = 0, ""
+	for i := range c.trackers {
+		tr := &c.trackers[i]
+		tr.forgiven, tr.jumped, tr.headMissing = tr.win.max, 0, false
+	}
+}
+
+// gap says which numbered events of the call have not arrived, or were
+// rejected, since the agent last spoke; "" when none.
+func (c *call) gap() string {
+	if c.lost != "" {
+		return c.lost
+	}
+	if c.legacyJump != 0 {
+		return fmt.Sprintf("an event's seq jumped to %d, more than %d past the call's last, and was rejected", c.legacyJump, maxSeqJump)
+	}
+	for i := range c.trackers {
+		tr := &c.trackers[i]
+		switch {
+		case tr.jumped != 0:
+			return fmt.Sprintf("source %q (epoch %d): seq %d jumped more than %d past %d and was rejected", tr.source, tr.epoch, tr.jumped, maxSeqJump, tr.win.max)
+		case tr.headMissing && tr.first > tr.forgiven+1:
+			return fmt.Sprintf("source %q (epoch %d): its events before seq %d have not arrived", tr.source, tr.epoch, tr.first)
+		}
+		if seq := tr.missing(); seq != 0 {
+			return fmt.Sprintf("source %q (epoch %d): seq %d has not arrived (seq %d has)", tr.source, tr.epoch, seq, tr.win.max)
+		}
+	}
+	return ""
+}
+
+// missing returns the largest seq between first and the largest seen,
+// above forgiven and within the window, that has not arrived; 0 if none.
+func (tr *seqTracker) missing() uint64 {
+	low := max(tr.first, tr.forgiven+1)
+	if tr.win.max > seqWindowSize && low < tr.win.max-seqWindowSize+1 {
+		low = tr.win.max - seqWindowSize + 1
+	}
+	for seq := tr.win.max; seq > low; {
+		seq--
+		if seen, _ := tr.win.seen(seq); !seen {
+			return seq
+		}
+	}
+	return 0
+}
+
 // apply applies ev to the call and reports whether anything a Snapshot
 // shows changed.
-func (c *call) apply(ev *Event, now time.Time, maxUtts int) bool {
+func (c *call) apply(ev *Event, meta Meta, maxUtts int) bool {
+	now := meta.At
 	c.lastActive = now
-	if ev.Seq != 0 {
-		c.seqs.add(ev.Seq)
-	}
 	switch ev.Type {
 	case TypeTranscript:
 		if ev.Final {
-			c.addFinal(ev, now, maxUtts)
+			c.addFinal(ev, meta, maxUtts)
+			if ev.Speaker == Agent {
+				c.forgive()
+			}
 			return true
 		}
 		if ev.Speaker == Caller {
-			return c.markInFlight(ev.Seq)
+			return c.markInFlight(streamOf(ev), ev.Seq)
 		}
 	case TypeSpeechStarted:
 		if ev.Speaker == Caller {
-			return c.markInFlight(ev.Seq)
+			return c.markInFlight(streamOf(ev), ev.Seq)
 		}
 	case TypeSpeechStopped:
 		// Only a final ends the caller's turn: the recogniser may still
@@ -185,12 +368,12 @@ func (c *call) apply(ev *Event, now time.Time, maxUtts int) bool {
 	return false
 }
 
-func (c *call) markInFlight(seq uint64) bool {
-	if seq != 0 && seq < c.lastCallerFinalSeq {
+func (c *call) markInFlight(st stream, seq uint64) bool {
+	if seq != 0 && st == c.lastCallerFinalSrc && seq < c.lastCallerFinalSeq {
 		return false // spoken before a final we already hold
 	}
-	if seq > c.inFlightSeq {
-		c.inFlightSeq = seq
+	if st != c.inFlightSrc || seq > c.inFlightSeq {
+		c.inFlightSeq, c.inFlightSrc = seq, st
 	}
 	if c.inFlight {
 		return false
@@ -199,10 +382,18 @@ func (c *call) markInFlight(seq uint64) bool {
 	return true
 }
 
-func (c *call) addFinal(ev *Event, now time.Time, maxUtts int) {
+func (c *call) addFinal(ev *Event, meta Meta, maxUtts int) {
+	now := meta.At
 	c.nextID++
+	id := c.nextID
+	if meta.StreamSeq != 0 {
+		// Every replica reading the stream names the utterance alike.
+		id = meta.StreamSeq
+	}
 	u := Utterance{
-		ID:          c.nextID,
+		ID:          id,
+		Source:      ev.Source,
+		Epoch:       ev.Epoch,
 		Seq:         ev.Seq,
 		Speaker:     ev.Speaker,
 		Text:        ev.Text,
@@ -221,11 +412,20 @@ func (c *call) addFinal(ev *Event, now time.Time, maxUtts int) {
 		u.StartMS, u.EndMS, u.HasTimes = *ev.EndMS, *ev.EndMS, true
 	}
 
-	// Place it: after every held utterance with a smaller seq, before the
-	// first held one with a larger seq. Seq-less utterances keep arrival
-	// order. Late events are rare and recent, so scan from the end.
+	// Place it. An event without a source goes after every held utterance
+	// with a smaller seq, before the first held one with a larger seq;
+	// seq-less utterances keep arrival order. An event with a source goes
+	// by audio time first, then by its run's seq, then by stream order
+	// (arrival). Late events are rare and recent, so scan from the end.
 	pos := len(c.utts)
-	if u.Seq != 0 {
+	if st := streamOf(ev); st != (stream{}) {
+		for i := len(c.utts) - 1; i >= 0; i-- {
+			if before(&c.utts[i], &u) {
+				break
+			}
+			pos = i
+		}
+	} else if u.Seq != 0 {
 		for i := len(c.utts) - 1; i >= 0; i-- {
 			s := c.utts[i].Seq
 			if s == 0 {
@@ -242,7 +442,7 @@ func (c *call) addFinal(ev *Event, now time.Time, maxUtts int) {
 		if pos == 0 {
 			// Older than everything held, and there is no room: it would be
 			// the one dropped.
-			c.clearInFlightFor(u.Speaker, u.Seq)
+			c.clearInFlightFor(u.Speaker, streamOf(ev), u.Seq)
 			return
 		}
 		// Drop the oldest.
@@ -257,20 +457,33 @@ func (c *call) addFinal(ev *Event, now time.Time, maxUtts int) {
 		// language of a later one.
 		c.lang = u.Lang
 	}
-	c.clearInFlightFor(u.Speaker, u.Seq)
+	c.clearInFlightFor(u.Speaker, streamOf(ev), u.Seq)
+}
+
+// before reports whether held belongs before u, an utterance with a source:
+// by audio time where both have it, else by seq within one run, else held
+// came first.
+func before(held, u *Utterance) bool {
+	if held.HasTimes && u.HasTimes {
+		return held.StartMS <= u.StartMS
+	}
+	if held.Source == u.Source && held.Epoch == u.Epoch && held.Seq != 0 && u.Seq != 0 {
+		return held.Seq < u.Seq
+	}
+	return true
 }
 
 // clearInFlightFor applies a final of speaker with seq to the in-flight
 // marker: a caller final ends the caller's turn, unless the marker came from
-// a later event (the caller already speaks again).
-func (c *call) clearInFlightFor(speaker Speaker, seq uint64) {
+// a later event of the same publisher (the caller already speaks again).
+func (c *call) clearInFlightFor(speaker Speaker, st stream, seq uint64) {
 	if speaker != Caller {
 		return
 	}
-	if seq > c.lastCallerFinalSeq {
-		c.lastCallerFinalSeq = seq
+	if st != c.lastCallerFinalSrc || seq > c.lastCallerFinalSeq {
+		c.lastCallerFinalSeq, c.lastCallerFinalSrc = seq, st
 	}
-	if seq != 0 && c.inFlightSeq > seq {
+	if seq != 0 && st == c.inFlightSrc && c.inFlightSeq > seq {
 		return
 	}
 	c.inFlight = false
@@ -285,6 +498,7 @@ func (c *call) snapshot(callID string, from int) Snapshot {
 		CallerInFlight: c.inFlight,
 		Ended:          c.ended,
 		Lang:           c.lang,
+		Gap:            c.gap(),
 	}
 	if from < len(c.utts) {
 		snap.Utterances = slices.Clone(c.utts[from:])
@@ -356,6 +570,32 @@ func (s *Store) snapshotTail(callID, skipResponseID string, maxTurns int) (Snaps
 	snap, ch := c.snapshot(callID, c.tailStart(skipResponseID, maxTurns)), c.changed
 	sh.mu.Unlock()
 	return snap, ch
+}
+
+// markLost marks every call held uncertain, for why: events may have been
+// lost (a slow consumer's dropped messages) and nothing tells which call's.
+// Each stays uncertain until its agent speaks again; calls made later are
+// not affected.
+func (s *Store) markLost(why string) int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		var wake []chan struct{}
+		sh.mu.Lock()
+		for _, c := range sh.calls {
+			c.lost = why
+			if c.changed != nil {
+				wake = append(wake, c.changed)
+				c.changed = nil
+			}
+			n++
+		}
+		sh.mu.Unlock()
+		for _, ch := range wake {
+			close(ch)
+		}
+	}
+	return n
 }
 
 // evictLocked removes the call; sh.mu must be held.

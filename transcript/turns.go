@@ -81,6 +81,9 @@ func makeTurn(us []Utterance) Turn {
 		if u.ResponseID != "" {
 			t.ResponseID = u.ResponseID
 		}
+		if u.Source != "" {
+			t.Source = u.Source
+		}
 		if u.Interrupted {
 			t.Interrupted = true
 		}

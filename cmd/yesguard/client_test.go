@@ -99,16 +99,16 @@ func TestSay(t *testing.T) {
 		t.Errorf("event %+v", first)
 	}
 
-	// Flags before the arguments, --interim, --lang; seq keeps rising
-	// across invocations.
+	// Flags before the arguments, --interim, --lang; each invocation is a
+	// newer run (epoch) of the source "cli".
 	r := runCmd(t, vars, "say", "--lang=en", "--interim", "--json", "call-1", "caller", "Yes")
 	r.expect(t, exitOK)
 	second := next(t, events)
 	if second.Final || second.Lang != "en" || second.Speaker != transcript.Caller {
 		t.Errorf("event %+v", second)
 	}
-	if second.Seq <= first.Seq {
-		t.Errorf("seq %d after %d: want it to rise across invocations", second.Seq, first.Seq)
+	if second.Source != "cli" || second.Epoch <= first.Epoch || second.Seq != 1 {
+		t.Errorf("run %s/%d seq %d after epoch %d: want a newer epoch of cli, seq 1", second.Source, second.Epoch, second.Seq, first.Epoch)
 	}
 	var doc struct {
 		Subject string           `json:"subject"`

@@ -189,7 +189,7 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 func TestHealthcheck(t *testing.T) {
-	cfg := server.Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0"}
+	cfg := server.Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", DataDir: t.TempDir()}
 	srv, err := server.New(cfg, server.WithLogger(zaptest.NewLogger(t)), server.WithRegistry(prometheus.NewRegistry()),
 		server.WithDecisionSink(servertest.Discard{}))
 	if err != nil {

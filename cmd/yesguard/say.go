@@ -16,12 +16,12 @@ func runSay(_ context.Context, args []string, e *env) int {
 	const name = "say"
 	fs, c := clientFlagSet(name, "<call> <caller|agent> <text>",
 		"Publishes one transcript event for the call to NATS, as a voice pipeline would: final,\n"+
-			"unless --interim. Its seq is the time in microseconds, so each invocation's is\n"+
-			"higher than the last.", e, false, true)
+			"unless --interim. Each invocation is a publisher run of its own: source \"cli\",\n"+
+			"epoch the time in microseconds (so each is newer than the last), seq 1.", e, false, true)
 	lang := fs.String("lang", "", "the text's `language` (BCP 47, e.g. en); empty: the policy's default_lang")
 	responseID := fs.String("response-id", "", "agent speech: the model response it belongs to (`id`)")
 	interim := fs.Bool("interim", false, "publish an interim (non-final) result, which the guard does not judge")
-	seq := fs.Uint64("seq", 0, "the event's seq; 0: the current time in microseconds")
+	seq := fs.Uint64("seq", 1, "the event's seq in this run")
 	pos, err := c.parse(fs, args, e, 3, 3)
 	if err != nil {
 		return usageError(name, err, e)
@@ -36,11 +36,8 @@ func runSay(_ context.Context, args []string, e *env) int {
 	if text == "" {
 		return usageError(name, fmt.Errorf("text: empty"), e)
 	}
-	if *seq == 0 {
-		*seq = uint64(time.Now().UnixMicro())
-	}
 	ev := transcript.Event{
-		CallID: call, Seq: *seq, Speaker: speaker, Type: transcript.TypeTranscript,
+		CallID: call, Source: "cli", Epoch: uint64(time.Now().UnixMicro()), Seq: *seq, Speaker: speaker, Type: transcript.TypeTranscript,
 		Text: text, Final: !*interim, Lang: *lang, ResponseID: *responseID,
 	}
 

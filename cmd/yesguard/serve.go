@@ -23,6 +23,8 @@ import (
 var serveFlags = []string{
 	"grpc-addr", "nats-url", "nats-listen", "http-addr", "policy", "locales-dir",
 	"subject-prefix", "decision-log", "log-level", "shutdown-timeout",
+	"state", "data-dir", "js-replicas", "transcript-retention", "transcript-max-bytes", "duplicate-window",
+	"decision-retention", "decision-max-bytes", "decisions-per-call",
 }
 
 // parseServeFlags maps serve's flags, then the environment, onto a
@@ -46,6 +48,15 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	fs.StringVar(&cfg.DecisionLog, "decision-log", cfg.DecisionLog, "decision log: stdout, stderr or a `file` appended to")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "operational log `level`: debug, info, warn, error")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "bound on a graceful stop")
+	fs.StringVar(&cfg.State, "state", cfg.State, "where the shared state lives: jetstream (replicas on one NATS share it; restarts keep it) or memory (one replica only)")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "`dir`ectory of the embedded NATS server's JetStream store")
+	fs.IntVar(&cfg.JSReplicas, "js-replicas", cfg.JSReplicas, "copies the streams and the bucket keep on a JetStream cluster: 1, 3 or 5")
+	fs.DurationVar(&cfg.TranscriptRetention, "transcript-retention", cfg.TranscriptRetention, "how long the transcript stream keeps events")
+	fs.Int64Var(&cfg.TranscriptMaxBytes, "transcript-max-bytes", cfg.TranscriptMaxBytes, "bound on the transcript stream's size")
+	fs.DurationVar(&cfg.DuplicateWindow, "duplicate-window", cfg.DuplicateWindow, "the transcript stream's Nats-Msg-Id duplicate window")
+	fs.DurationVar(&cfg.DecisionRetention, "decision-retention", cfg.DecisionRetention, "how long the decision stream keeps records")
+	fs.Int64Var(&cfg.DecisionMaxBytes, "decision-max-bytes", cfg.DecisionMaxBytes, "bound on the decision stream's size")
+	fs.IntVar(&cfg.DecisionsPerCall, "decisions-per-call", cfg.DecisionsPerCall, "records the decision stream keeps per call")
 	bindEnv(fs, serveFlags...)
 
 	if err := fs.Parse(args); err != nil {
@@ -109,6 +120,8 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		zap.String("subjects", cfg.SubjectPrefix+".<call_id>"),
 		zap.String("http", srv.HTTPAddr()),
 		zap.String("decision_log", cfg.DecisionLog),
+		zap.String("state", cfg.State),
+		zap.String("data_dir", dataDirOf(cfg)),
 		zap.String("version", bi.Version),
 		zap.String("revision", bi.Revision))
 
@@ -173,4 +186,13 @@ func warnExternalNATS(log *zap.Logger, url, from string) {
 		return
 	}
 	log.Info("using an external NATS server; the embedded NATS server is off", fields...)
+}
+
+// dataDirOf is the data directory in use: the embedded server's, with the
+// JetStream state.
+func dataDirOf(cfg server.Config) string {
+	if cfg.State != server.StateJetStream || cfg.NATSURL != "" {
+		return ""
+	}
+	return cfg.DataDir
 }

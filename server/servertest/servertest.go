@@ -1,7 +1,8 @@
 // Package servertest starts a real yesguard server in-process for tests,
-// as net/http/httptest does for HTTP: gRPC and an embedded NATS server on
-// free loopback ports, its own metrics registry, a test logger, and a Stop
-// at the test's end. Nothing is mocked.
+// as net/http/httptest does for HTTP: gRPC and an embedded NATS server
+// (JetStream on the test's temporary directory, the default state) on free
+// loopback ports, its own metrics registry, a test logger, and a Stop at
+// the test's end. Nothing is mocked.
 package servertest
 
 import (
@@ -38,7 +39,7 @@ type Options struct {
 // Start builds and starts a server and stops it when the test ends.
 func Start(t testing.TB, o Options) *server.Server {
 	t.Helper()
-	cfg := server.Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second}
+	cfg := server.Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", ShutdownTimeout: 5 * time.Second, DataDir: t.TempDir()}
 	if o.Policy != "" {
 		cfg.PolicyPath = filepath.Join(t.TempDir(), "policy.yaml")
 		if err := os.WriteFile(cfg.PolicyPath, []byte(o.Policy), 0o600); err != nil {

@@ -1,0 +1,291 @@
+package decisions
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+)
+
+// DefaultSubjectPrefix: a call's records are on <prefix>.<call_id>.
+const DefaultSubjectPrefix = "yesguard.decisions"
+
+// StreamConfig is the decision stream: every replica's records, on
+// <prefix>.<call_id>, kept for maxAge and at most maxBytes in all and
+// perCall per call (the oldest discarded first), with a duplicate window
+// so that a record stored twice (a retried publish) is kept once.
+func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall int64, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              name,
+		Description:       "yesguard: the decision records of every call",
+		Subjects:          []string{prefix + ".>"},
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardOld,
+		MaxAge:            maxAge,
+		MaxBytes:          maxBytes,
+		MaxMsgsPerSubject: perCall,
+		Duplicates:        min(2*time.Minute, maxAge),
+		Storage:           jetstream.FileStorage,
+		Replicas:          max(replicas, 1),
+	}
+}
+
+// Stream is a Store on a JetStream stream: ListDecisions on any replica
+// reads every replica's records. Each record is one message of protojson
+// (the decision log's shape), with its decision id as Nats-Msg-Id.
+//
+// A record the stream does not take within Add's context (NATS down, a
+// node lost) is queued and published again, with backoff, until it is
+// stored: at most retryQueue records wait, and one that does not fit is
+// dropped and counted (it is still in the decision log).
+type Stream struct {
+	js     jetstream.JetStream
+	stream string
+	prefix string
+
+	retry   chan *yesguardv1.Decision
+	stop    chan struct{}
+	done    chan struct{}
+	queued  atomic.Int64
+	dropped atomic.Int64
+}
+
+var _ Store = (*Stream)(nil)
+
+// retryQueue bounds the records waiting to be stored again.
+const retryQueue = 16384
+
+// NewStream returns a store on the stream named stream, whose subjects are
+// <prefix>.>. Close stops its retries.
+func NewStream(js jetstream.JetStream, stream, prefix string) *Stream {
+	s := &Stream{js: js, stream: stream, prefix: prefix, retry: make(chan *yesguardv1.Decision, retryQueue), stop: make(chan struct{}), done: make(chan struct{})}
+	go s.retrier()
+	return s
+}
+
+// Close stops retrying; records still queued are given until ctx ends.
+func (s *Stream) Close(ctx context.Context) error {
+	close(s.stop)
+	<-s.done
+	for {
+		select {
+		case d := <-s.retry:
+			if err := s.publish(ctx, d); err != nil {
+				s.dropped.Add(int64(1 + len(s.retry)))
+				return fmt.Errorf("decisions: %d records not stored: %w", 1+len(s.retry), err)
+			}
+			s.queued.Add(-1)
+		default:
+			return nil
+		}
+	}
+}
+
+// Queued is how many records wait to be stored again; Dropped how many
+// were given up.
+func (s *Stream) Queued() int64  { return s.queued.Load() }
+func (s *Stream) Dropped() int64 { return s.dropped.Load() }
+
+func (s *Stream) retrier() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case d := <-s.retry:
+			for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := s.publish(ctx, d)
+				cancel()
+				if err == nil {
+					s.queued.Add(-1)
+					break
+				}
+				select {
+				case <-s.stop:
+					s.retry <- d // Close publishes it
+					return
+				case <-time.After(backoff):
+				}
+			}
+		}
+	}
+}
+
+var recordJSON = protojson.MarshalOptions{UseProtoNames: true}
+
+// Add publishes d and waits, within ctx, for the stream to store it, so
+// that a Check answered is, as a rule, a Check recorded; otherwise d is
+// queued to be stored again, and Add says so.
+func (s *Stream) Add(ctx context.Context, d *yesguardv1.Decision) error {
+	err := s.publish(ctx, d)
+	if err == nil {
+		return nil
+	}
+	select {
+	case s.retry <- d:
+		s.queued.Add(1)
+		return fmt.Errorf("%w (queued to be stored again)", err)
+	default:
+		s.dropped.Add(1)
+		return fmt.Errorf("%w (dropped: %d records already wait)", err, retryQueue)
+	}
+}
+
+func (s *Stream) publish(ctx context.Context, d *yesguardv1.Decision) error {
+	data, err := recordJSON.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("decisions: encode %s: %w", d.GetDecisionId(), err)
+	}
+	msg := &nats.Msg{Subject: s.prefix + "." + d.GetCallId(), Data: data}
+	if _, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(d.GetDecisionId()), jetstream.WithExpectStream(s.stream)); err != nil {
+		return fmt.Errorf("decisions: store %s: %w", d.GetDecisionId(), err)
+	}
+	return nil
+}
+
+// listWait bounds how long List waits for a page's messages.
+const listWait = 5 * time.Second
+
+// List reads a page of the call's records from the stream. Its token is
+// the stream sequence the next page starts at.
+func (s *Stream) List(ctx context.Context, callID string, size int, token string) ([]*yesguardv1.Decision, string, error) {
+	size = pageSize(size)
+	cfg := jetstream.ConsumerConfig{
+		FilterSubject:     s.prefix + "." + callID,
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: time.Minute,
+		MemoryStorage:     true,
+		Replicas:          1,
+	}
+	if token != "" {
+		seq, err := strconv.ParseUint(token, 10, 64)
+		if err != nil || seq == 0 {
+			return nil, "", ErrBadPageToken
+		}
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq
+	}
+	var cons jetstream.Consumer
+	var err error
+	for attempt := 0; ; attempt++ {
+		// A cluster electing a leader answers no one for a moment.
+		if cons, err = s.js.CreateConsumer(ctx, s.stream, cfg); err == nil || attempt == 4 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
+	}
+	defer func() { _ = s.js.DeleteConsumer(context.WithoutCancel(ctx), s.stream, cons.CachedInfo().Name) }()
+	pending := cons.CachedInfo().NumPending
+	if pending == 0 {
+		return nil, "", nil
+	}
+	want := min(uint64(size), pending)
+	var out []*yesguardv1.Decision
+	var last uint64
+	for uint64(len(out)) < want {
+		batch, err := cons.Fetch(int(want)-len(out), jetstream.FetchMaxWait(listWait))
+		if err != nil {
+			return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			d := new(yesguardv1.Decision)
+			if err := protojson.Unmarshal(msg.Data(), d); err != nil {
+				continue // not a record: skipped, never fatal
+			}
+			if meta, err := msg.Metadata(); err == nil {
+				last = meta.Sequence.Stream
+			}
+			out = append(out, d)
+		}
+		if err := batch.Error(); err != nil && n == 0 {
+			return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	next := ""
+	if pending > want && last != 0 {
+		next = strconv.FormatUint(last+1, 10)
+	}
+	return out, next, nil
+}
+
+// Bounds of Recent: at most recentCalls calls, found among the stream's
+// last recentScan records.
+const (
+	recentCalls = 500
+	recentScan  = 20000
+)
+
+// Recent returns the newest record of each of up to limit calls (at most
+// 500; <= 0 means 500), the call whose newest record is newest first: the
+// list of recent calls a timeline page shows. It reads the tail of the
+// stream, its last 20000 records, so a call quiet for longer than that
+// many records is not in it.
+func (s *Stream) Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision, error) {
+	if limit <= 0 || limit > recentCalls {
+		limit = recentCalls
+	}
+	st, err := s.js.Stream(ctx, s.stream)
+	if err != nil {
+		return nil, fmt.Errorf("decisions: recent calls: %w", err)
+	}
+	state := st.CachedInfo().State
+	if state.Msgs == 0 {
+		return nil, nil
+	}
+	start := state.FirstSeq
+	if state.LastSeq >= recentScan && state.LastSeq-recentScan+1 > start {
+		start = state.LastSeq - recentScan + 1
+	}
+	cons, err := s.js.CreateConsumer(ctx, s.stream, jetstream.ConsumerConfig{
+		FilterSubject: s.prefix + ".>", DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
+		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute, MemoryStorage: true, Replicas: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decisions: recent calls: %w", err)
+	}
+	defer func() { _ = s.js.DeleteConsumer(context.WithoutCancel(ctx), s.stream, cons.CachedInfo().Name) }()
+	newest := map[string]*yesguardv1.Decision{}
+	for left := cons.CachedInfo().NumPending; left > 0; {
+		batch, err := cons.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(listWait))
+		if err != nil {
+			return nil, fmt.Errorf("decisions: recent calls: %w", err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			d := new(yesguardv1.Decision)
+			if protojson.Unmarshal(msg.Data(), d) == nil {
+				newest[d.GetCallId()] = d // later in the stream wins
+			}
+		}
+		if n == 0 {
+			break
+		}
+		left -= uint64(n)
+	}
+	out := make([]*yesguardv1.Decision, 0, len(newest))
+	for _, d := range newest {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *yesguardv1.Decision) int {
+		return b.GetTime().AsTime().Compare(a.GetTime().AsTime())
+	})
+	return out[:min(limit, len(out))], nil
+}

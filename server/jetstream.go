@@ -1,0 +1,279 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/yesguard/yesguard/decisions"
+	"github.com/yesguard/yesguard/dedupe"
+	"github.com/yesguard/yesguard/metrics"
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/transcript"
+)
+
+// The JetStream names the guard creates (or updates) on its NATS. The
+// transcript stream of a subject prefix other than the default is
+// TranscriptStream_<PREFIX> (TranscriptStreamName), so that shards on one
+// NATS each have their own; the decision stream and the state bucket are
+// shared (their keys and subjects hold the call id).
+const (
+	TranscriptStream = "YESGUARD_TRANSCRIPT"
+	DecisionStream   = "YESGUARD_DECISIONS"
+	StateBucket      = "yesguard_state"
+)
+
+// TranscriptStreamName is the transcript stream of a subject prefix.
+func TranscriptStreamName(prefix string) string {
+	if prefix == DefaultSubjectPrefix {
+		return TranscriptStream
+	}
+	b := []byte(strings.ToUpper(prefix))
+	for i, c := range b {
+		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return TranscriptStream + "_" + string(b)
+}
+
+// jsSetupStep is the pause between attempts to set up the JetStream state.
+const jsSetupStep = 500 * time.Millisecond
+
+// errStateNotReady is what the book and the store answer until the
+// JetStream state is set up: the engine refuses, the service answers
+// Unavailable.
+var errStateNotReady = errors.New("the shared state (JetStream) is not set up yet")
+
+// jsState is a server's JetStream state, set up in the background until it
+// succeeds (an external NATS may be unreachable at start). Until then the
+// book and the store fail, and the feed is behind: every Check refuses.
+type jsState struct {
+	book     atomic.Pointer[dedupe.KV]
+	store    atomic.Pointer[decisions.Stream]
+	ingester atomic.Pointer[transcript.StreamIngester]
+	// ready is closed once all three are set.
+	ready chan struct{}
+}
+
+// stateBook is the dedupe.Book of the JetStream state, failing until it is
+// set up.
+type stateBook struct{ js *jsState }
+
+var _ dedupe.Book = stateBook{}
+
+func (b stateBook) Lookup(ctx context.Context, req dedupe.Request) (dedupe.Verdict, dedupe.Reservation, error) {
+	if kv := b.js.book.Load(); kv != nil {
+		return kv.Lookup(ctx, req)
+	}
+	return dedupe.OK, nil, errStateNotReady
+}
+
+func (b stateBook) Allow(ctx context.Context, req dedupe.Request) (dedupe.Verdict, dedupe.Reservation, error) {
+	if kv := b.js.book.Load(); kv != nil {
+		return kv.Allow(ctx, req)
+	}
+	return dedupe.OK, nil, errStateNotReady
+}
+
+func (b stateBook) Complete(ctx context.Context, id string, result *structpb.Struct, failed bool) (dedupe.Key, error) {
+	if kv := b.js.book.Load(); kv != nil {
+		return kv.Complete(ctx, id, result, failed)
+	}
+	return dedupe.Key{}, errStateNotReady
+}
+
+// stateStore is the decisions.Store of the JetStream state.
+type stateStore struct{ js *jsState }
+
+var _ decisions.Store = stateStore{}
+
+func (s stateStore) Add(ctx context.Context, d *yesguardv1.Decision) error {
+	if st := s.js.store.Load(); st != nil {
+		return st.Add(ctx, d)
+	}
+	return errStateNotReady
+}
+
+func (s stateStore) List(ctx context.Context, call string, size int, token string) ([]*yesguardv1.Decision, string, error) {
+	if st := s.js.store.Load(); st != nil {
+		return st.List(ctx, call, size, token)
+	}
+	return nil, "", errStateNotReady
+}
+
+// Recent serves the timeline page's list of calls (decisions.Store on
+// main has it).
+func (s stateStore) Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision, error) {
+	if st := s.js.store.Load(); st != nil {
+		return st.Recent(ctx, limit)
+	}
+	return nil, errStateNotReady
+}
+
+// settle is the engine's Settle: with the JetStream state, it waits for
+// this replica to have applied every event of the call the stream holds.
+func (s *Server) settle(ctx context.Context, callID string) error {
+	if s.js == nil {
+		return nil
+	}
+	in := s.js.ingester.Load()
+	if in == nil {
+		return errStateNotReady
+	}
+	return in.Settle(ctx, callID)
+}
+
+// registerMetrics registers the JetStream state's series on reg: read
+// from the ingester and the decision store when scraped (0 until they are
+// set up).
+func (js *jsState) registerMetrics(reg prometheus.Registerer) {
+	gauge := func(s metrics.Series, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: s.Name, Help: s.Help}, f)
+	}
+	reg.MustRegister(
+		gauge(metrics.TranscriptCaughtUp, func() float64 {
+			if in := js.ingester.Load(); in != nil && in.CaughtUp() {
+				return 1
+			}
+			return 0
+		}),
+		gauge(metrics.TranscriptPending, func() float64 {
+			if in := js.ingester.Load(); in != nil {
+				return float64(in.Pending())
+			}
+			return 0
+		}),
+		gauge(metrics.DecisionsQueued, func() float64 {
+			if st := js.store.Load(); st != nil {
+				return float64(st.Queued())
+			}
+			return 0
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: metrics.DecisionsDropped.Name, Help: metrics.DecisionsDropped.Help}, func() float64 {
+			if st := js.store.Load(); st != nil {
+				return float64(st.Dropped())
+			}
+			return 0
+		}),
+	)
+}
+
+// setUpJetStream creates or updates the streams and the bucket, then
+// starts the book and the transcript ingester, retrying until it succeeds
+// or ctx ends.
+func (s *Server) setUpJetStream(ctx context.Context) {
+	for {
+		err := s.trySetUpJetStream(ctx)
+		if err == nil {
+			close(s.js.ready)
+			s.updateFeedHealth()
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("JetStream state not set up yet; retrying; every Check is refused meanwhile", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(jsSetupStep):
+		}
+	}
+}
+
+func (s *Server) trySetUpJetStream(ctx context.Context) error {
+	nc := s.nc.Load()
+	if !nc.IsConnected() {
+		return errors.New("NATS is not connected")
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c := &s.cfg
+	tstream := TranscriptStreamName(c.SubjectPrefix)
+	if _, err := js.CreateOrUpdateStream(actx, transcript.StreamConfig(tstream, c.SubjectPrefix,
+		c.TranscriptRetention, c.TranscriptMaxBytes, c.DuplicateWindow, c.JSReplicas)); err != nil {
+		return fmt.Errorf("transcript stream %s: %w", tstream, err)
+	}
+	if _, err := js.CreateOrUpdateStream(actx, decisions.StreamConfig(DecisionStream, decisions.DefaultSubjectPrefix,
+		c.DecisionRetention, c.DecisionMaxBytes, int64(c.DecisionsPerCall), c.JSReplicas)); err != nil {
+		return fmt.Errorf("decision stream %s: %w", DecisionStream, err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(actx, dedupe.BucketConfig(StateBucket, c.JSReplicas))
+	if err != nil {
+		return fmt.Errorf("state bucket %s: %w", StateBucket, err)
+	}
+	if s.js.book.Load() == nil {
+		book, err := dedupe.NewKV(actx, js, kv, s.reg)
+		if err != nil {
+			return err
+		}
+		s.js.book.Store(book)
+	}
+	if s.js.store.Load() == nil {
+		s.js.store.Store(decisions.NewStream(js, DecisionStream, decisions.DefaultSubjectPrefix))
+	}
+	in := transcript.NewStreamIngester(js, tstream, c.SubjectPrefix, s.store, c.Limits, s.log, s.tmetrics,
+		transcript.StreamOptions{OnChange: s.updateFeedHealth, MaxLag: c.TranscriptMaxLag})
+	if err := in.Start(actx); err != nil {
+		return err
+	}
+	s.js.ingester.Store(in)
+	s.log.Info("JetStream state set up",
+		zap.String("transcript_stream", tstream), zap.String("decision_stream", DecisionStream),
+		zap.String("bucket", StateBucket), zap.Int("replicas", c.JSReplicas))
+	return nil
+}
+
+// waitJetStream waits, within ctx, for the state to be set up and the
+// transcript caught up.
+func (s *Server) waitJetStream(ctx context.Context) error {
+	select {
+	case <-s.js.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	in := s.js.ingester.Load()
+	for !in.CaughtUp() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// stopJetStream stops the ingester and the book, and gives the queued
+// records until ctx ends.
+func (s *Server) stopJetStream(ctx context.Context) error {
+	var errs []error
+	if in := s.js.ingester.Load(); in != nil {
+		if err := in.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b := s.js.book.Load(); b != nil {
+		b.Close()
+	}
+	if st := s.js.store.Load(); st != nil {
+		// Records the stream never took are in the decision log; losing
+		// them from the stream is reported, and does not fail the stop.
+		if err := st.Close(ctx); err != nil {
+			s.log.Error("decision records queued for the decision stream were not stored before the stop (they are in the decision log)", zap.Error(err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,168 @@
+package transcript
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// sourced is a final event of one publisher run.
+func sourced(call string, sp Speaker, source string, epoch, seq uint64, text string) Event {
+	return Event{CallID: call, Speaker: sp, Type: TypeTranscript, Final: true, Text: text, Source: source, Epoch: epoch, Seq: seq}
+}
+
+func turnTexts(s *Store, call string) string {
+	snap, _ := s.Snapshot(call)
+	var out []string
+	for _, t := range snap.Turns("") {
+		out = append(out, string(t.Speaker)+": "+t.Text)
+	}
+	return strings.Join(out, " | ")
+}
+
+func apply(t *testing.T, s *Store, ev Event) {
+	t.Helper()
+	mustApply(t, s, ev, time.Now())
+}
+
+// Two publishers number their own events: the same seq from each is not
+// a repeat, and a repeat within one run is dropped.
+func TestSeqCollisionsFromTwoSources(t *testing.T) {
+	s := NewStore(Limits{}, nil)
+	apply(t, s, sourced("c", Agent, "tts", 1, 1, "Shall I submit the appeal?"))
+	apply(t, s, sourced("c", Caller, "stt", 1, 1, "Yes."))
+	apply(t, s, sourced("c", Caller, "stt", 1, 2, "Wait, no."))
+	if got := turnTexts(s, "c"); got != "agent: Shall I submit the appeal? | caller: Yes. Wait, no." {
+		t.Fatalf("turns %q", got)
+	}
+	if ok, why := s.Apply(sourced("c", Caller, "stt", 1, 2, "Wait, no."), time.Now()); ok || why != ReasonDuplicateSeq {
+		t.Fatalf("repeat within a run = %v, %q", ok, why)
+	}
+}
+
+// A publisher that restarts starts a new epoch at seq 1: its "No" is not
+// a repeat of the earlier run's seq 1.
+func TestPublisherRestart(t *testing.T) {
+	s := NewStore(Limits{}, nil)
+	apply(t, s, sourced("c", Agent, "tts", 1, 1, "Shall I submit the appeal?"))
+	apply(t, s, sourced("c", Caller, "stt", 1, 1, "Yes."))
+	apply(t, s, sourced("c", Caller, "stt", 2, 1, "No."))
+	if got := turnTexts(s, "c"); got != "agent: Shall I submit the appeal? | caller: Yes. No." {
+		t.Fatalf("turns %q", got)
+	}
+	if snap, _ := s.Snapshot("c"); snap.Gap != "" {
+		t.Fatalf("gap after a restart at seq 1: %s", snap.Gap)
+	}
+	// An event of the old run that arrives late is applied: more caller
+	// speech can only refuse more.
+	apply(t, s, sourced("c", Caller, "stt", 1, 2, "Hold on."))
+}
+
+// A huge seq is rejected and leaves the call uncertain until the agent
+// speaks again; it does not sort after every question.
+func TestHugeSeq(t *testing.T) {
+	for _, source := range []string{"", "stt"} {
+		s := NewStore(Limits{}, nil)
+		apply(t, s, sourced("c", Agent, source, 0, 1, "Shall I submit the appeal?"))
+		if ok, why := s.Apply(sourced("c", Caller, source, 0, 1<<64-1, "Yes."), time.Now()); ok || why != ReasonSeqJump {
+			t.Fatalf("source %q: seq 2^64-1 = %v, %q", source, ok, why)
+		}
+		snap, _ := s.Snapshot("c")
+		if !strings.Contains(snap.Gap, "jumped") {
+			t.Fatalf("source %q: gap %q after a rejected jump", source, snap.Gap)
+		}
+		apply(t, s, sourced("c", Agent, source, 0, 2, "Shall I submit it now?"))
+		if snap, _ := s.Snapshot("c"); snap.Gap != "" {
+			t.Fatalf("source %q: gap %q after the agent spoke again", source, snap.Gap)
+		}
+	}
+}
+
+// A gap within a run makes the call uncertain until it fills, or until a
+// new agent turn; the change wakes waiters.
+func TestGapFillsOrIsForgiven(t *testing.T) {
+	s := NewStore(Limits{}, nil)
+	apply(t, s, sourced("c", Agent, "tts", 1, 1, "Shall I submit the appeal?"))
+	apply(t, s, sourced("c", Caller, "stt", 1, 1, "Yes."))
+	_, changed := s.Snapshot("c")
+	apply(t, s, sourced("c", Caller, "stt", 1, 3, "Go ahead."))
+	<-changed
+	snap, _ := s.Snapshot("c")
+	if !strings.Contains(snap.Gap, "seq 2 has not arrived") {
+		t.Fatalf("gap = %q", snap.Gap)
+	}
+	apply(t, s, sourced("c", Caller, "stt", 1, 2, "Wait, no."))
+	if snap, _ := s.Snapshot("c"); snap.Gap != "" {
+		t.Fatalf("gap %q after it filled", snap.Gap)
+	}
+	if got := turnTexts(s, "c"); got != "agent: Shall I submit the appeal? | caller: Yes. Wait, no. Go ahead." {
+		t.Fatalf("the late event is not in its place: %q", got)
+	}
+
+	apply(t, s, sourced("c", Caller, "stt", 1, 9, "Hello?"))
+	if snap, _ := s.Snapshot("c"); snap.Gap == "" {
+		t.Fatal("no gap for seqs 4 to 8")
+	}
+	apply(t, s, sourced("c", Agent, "tts", 1, 2, "Shall I submit it?"))
+	if snap, _ := s.Snapshot("c"); snap.Gap != "" {
+		t.Fatalf("gap %q after a new agent turn", snap.Gap)
+	}
+}
+
+// A run first seen above seq 1 is missing its head, unless the event came
+// from replaying the stream after a start.
+func TestFirstSeqAboveOne(t *testing.T) {
+	s := NewStore(Limits{}, nil)
+	apply(t, s, sourced("live", Caller, "stt", 1, 5, "Yes."))
+	if snap, _ := s.Snapshot("live"); !strings.Contains(snap.Gap, "before seq 5") {
+		t.Fatalf("gap = %q", snap.Gap)
+	}
+	if ok, why := s.ApplyMeta(sourced("replayed", Caller, "stt", 1, 5, "Yes."), Meta{At: time.Now(), StreamSeq: 40, Replay: true}); !ok {
+		t.Fatal(why)
+	}
+	snap, _ := s.Snapshot("replayed")
+	if snap.Gap != "" {
+		t.Fatalf("gap %q in a replay", snap.Gap)
+	}
+	if snap.Utterances[0].ID != 40 {
+		t.Fatalf("utterance id %d, want the stream sequence 40", snap.Utterances[0].ID)
+	}
+}
+
+// With sources, order comes from audio time first, then stream order.
+func TestSourcesOrderByAudioTime(t *testing.T) {
+	s := NewStore(Limits{}, nil)
+	at := func(ev Event, start, end int64) Event { ev.StartMS, ev.EndMS = &start, &end; return ev }
+	apply(t, s, at(sourced("c", Agent, "tts", 1, 1, "Shall I submit the appeal?"), 0, 1500))
+	// The caller's no (stt seq 1, a small counter) arrives after the
+	// agent's later question but was spoken before it.
+	apply(t, s, at(sourced("c", Agent, "tts", 1, 2, "Are you sure?"), 3000, 4000))
+	apply(t, s, at(sourced("c", Caller, "stt", 1, 1, "No."), 1600, 2000))
+	if got := turnTexts(s, "c"); got != "agent: Shall I submit the appeal? | caller: No. | agent: Are you sure?" {
+		t.Fatalf("turns %q", got)
+	}
+}
+
+// MarkLost (a slow consumer's dropped messages) leaves every call held
+// uncertain until its agent speaks; a call made later is not.
+func TestMarkLost(t *testing.T) {
+	s := NewStore(Limits{}, nil)
+	apply(t, s, sourced("a", Agent, "tts", 1, 1, "Shall I submit the appeal?"))
+	apply(t, s, sourced("a", Caller, "stt", 1, 1, "Yes."))
+	_, changed := s.Snapshot("a")
+	if n := s.MarkLost("events were dropped"); n != 1 {
+		t.Fatalf("marked %d calls", n)
+	}
+	<-changed
+	if snap, _ := s.Snapshot("a"); snap.Gap != "events were dropped" {
+		t.Fatalf("gap %q", snap.Gap)
+	}
+	apply(t, s, sourced("b", Caller, "stt", 1, 1, "Hello."))
+	if snap, _ := s.Snapshot("b"); snap.Gap != "" {
+		t.Fatalf("a later call is uncertain: %q", snap.Gap)
+	}
+	apply(t, s, sourced("a", Agent, "tts", 1, 2, "Shall I submit it now?"))
+	if snap, _ := s.Snapshot("a"); snap.Gap != "" {
+		t.Fatalf("gap %q after the agent spoke", snap.Gap)
+	}
+}

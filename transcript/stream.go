@@ -1,0 +1,363 @@
+package transcript
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// StreamConfig is the transcript stream: every event published on
+// <prefix>.>, kept for maxAge and at most maxBytes (the oldest discarded
+// first), with a duplicate window in which a message republished with the
+// same Nats-Msg-Id is stored once (at-least-once publishers).
+func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes int64, duplicates time.Duration, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        name,
+		Description: "yesguard: the transcript events of every call",
+		Subjects:    []string{prefix + ".>"},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      maxAge,
+		MaxBytes:    maxBytes,
+		Duplicates:  min(duplicates, maxAge),
+		Storage:     jetstream.FileStorage,
+		Replicas:    max(replicas, 1),
+	}
+}
+
+// StreamIngester applies the transcript stream to a store. Each replica
+// reads every event through its own ordered consumer: an ephemeral,
+// flow-controlled consumer that the client recreates, from the stream
+// sequence after the last one it delivered, whenever it misses a
+// heartbeat, sees a sequence gap or reconnects. No acks and no server-side
+// state per replica to clean up; a durable would keep a position across
+// restarts, but a restarted replica has lost the state that position
+// belongs to, and must rebuild it from the stream anyway.
+//
+// Rules that hold:
+//   - Events are applied in stream order, with the stream's timestamp as
+//     their arrival (so a rebuilt yes is as old as it was) and their stream
+//     sequence naming their utterances alike on every replica.
+//   - After Start, and after Resync (a reconnect), it is behind until every
+//     message the stream held then has been applied: CaughtUp is false,
+//     and the guard refuses with REASON_TRANSCRIPT_GAP.
+//   - It is behind, too, while it lags: messages are pending and the last
+//     one applied was stored more than MaxLag ago.
+//   - A start replays the last Rebuild of the stream, so that the calls in
+//     progress are rebuilt.
+type StreamIngester struct {
+	js       jetstream.JetStream
+	stream   string
+	prefix   string
+	store    *Store
+	limits   Limits
+	log      *zap.Logger
+	m        *Metrics
+	rebuild  time.Duration
+	maxLag   time.Duration
+	onChange func()
+
+	mu       sync.Mutex
+	consumer jetstream.Consumer
+	jsStream jetstream.Stream
+	cc       jetstream.ConsumeContext
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	// settling are the Settle calls waiting for a stream sequence to be
+	// applied; nSettling counts them, so that handle looks only when some
+	// wait.
+	settleMu  sync.Mutex
+	settling  []settleWait
+	nSettling atomic.Int32
+
+	replayUntil atomic.Uint64 // messages at or below it are a replay
+	applied     atomic.Uint64 // the last stream sequence applied
+	pending     atomic.Uint64 // messages pending after it when delivered
+	lastStored  atomic.Int64  // its stream timestamp, unix ns
+	caughtUp    atomic.Bool
+	resync      chan struct{} // a nudge for the catch-up loop
+}
+
+type settleWait struct {
+	seq  uint64
+	done chan struct{}
+}
+
+// StreamOptions configure a StreamIngester.
+type StreamOptions struct {
+	// Rebuild is how far back a start replays the stream (default the
+	// limits' IdleTTL: older calls would be evicted anyway).
+	Rebuild time.Duration
+	// MaxLag: while messages are pending and the last one applied was
+	// stored longer ago than this, the ingester is behind (default 1s).
+	MaxLag time.Duration
+	// OnChange is called when CaughtUp or Behind may have changed (for
+	// the health status).
+	OnChange func()
+}
+
+// NewStreamIngester wires an ingester of stream; Start consumes it.
+func NewStreamIngester(js jetstream.JetStream, stream, prefix string, store *Store, limits Limits, log *zap.Logger, m *Metrics, o StreamOptions) *StreamIngester {
+	limits.SetDefaults()
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if o.Rebuild <= 0 {
+		o.Rebuild = limits.IdleTTL
+	}
+	if o.MaxLag <= 0 {
+		o.MaxLag = time.Second
+	}
+	if o.OnChange == nil {
+		o.OnChange = func() {}
+	}
+	log = log.Named("transcript").WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(c, logTick, logFirst, 0)
+	}))
+	return &StreamIngester{
+		js: js, stream: stream, prefix: prefix, store: store, limits: limits, log: log, m: m,
+		rebuild: o.Rebuild, maxLag: o.MaxLag, onChange: o.OnChange, resync: make(chan struct{}, 1),
+	}
+}
+
+// Start creates the consumer, replaying the last Rebuild of the stream,
+// and consumes it until Stop.
+func (in *StreamIngester) Start(ctx context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.cc != nil {
+		return errors.New("transcript: stream ingester already started")
+	}
+	s, err := in.js.Stream(ctx, in.stream)
+	if err != nil {
+		return fmt.Errorf("transcript: stream %s: %w", in.stream, err)
+	}
+	in.replayUntil.Store(s.CachedInfo().State.LastSeq)
+	start := time.Now().Add(-in.rebuild)
+	cons, err := in.js.OrderedConsumer(ctx, in.stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{in.prefix + ".>"},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &start,
+	})
+	if err != nil {
+		return fmt.Errorf("transcript: consumer of %s: %w", in.stream, err)
+	}
+	cc, err := cons.Consume(in.handle, jetstream.PullMaxMessages(512), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		in.log.Warn("transcript stream consumer", zap.Error(err))
+		in.Resync()
+	}))
+	if err != nil {
+		return fmt.Errorf("transcript: consume %s: %w", in.stream, err)
+	}
+	in.consumer, in.jsStream, in.cc = cons, s, cc
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	in.cancel, in.done = cancel, make(chan struct{})
+	go in.catchUpLoop(lctx)
+	return nil
+}
+
+// Stop stops consuming after the message being applied.
+func (in *StreamIngester) Stop() error {
+	in.mu.Lock()
+	cc, cancel, done := in.cc, in.cancel, in.done
+	in.cc = nil
+	in.mu.Unlock()
+	if cc == nil {
+		return nil
+	}
+	cancel()
+	<-done
+	cc.Stop()
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	select {
+	case <-cc.Closed():
+		return nil
+	case <-t.C:
+		return fmt.Errorf("transcript: the stream consumer did not stop within %s", drainTimeout)
+	}
+}
+
+// Resync marks the ingester behind until it has applied every message the
+// stream holds now: after a reconnect, events published meanwhile are on
+// their way.
+func (in *StreamIngester) Resync() {
+	if in.caughtUp.Swap(false) {
+		in.onChange()
+	}
+	select {
+	case in.resync <- struct{}{}:
+	default:
+	}
+}
+
+// CaughtUp reports whether every message the stream held at the last
+// Start or Resync has been applied.
+func (in *StreamIngester) CaughtUp() bool { return in.caughtUp.Load() }
+
+// Applied is the last stream sequence applied.
+func (in *StreamIngester) Applied() uint64 { return in.applied.Load() }
+
+// Pending is how many stream messages followed the last one applied when
+// it was delivered.
+func (in *StreamIngester) Pending() uint64 { return in.pending.Load() }
+
+// Behind says why the transcript may be incomplete now, or "" when it is
+// not: still catching up, or lagging.
+func (in *StreamIngester) Behind(now time.Time) string {
+	if !in.caughtUp.Load() {
+		return "the guard is catching up with the transcript stream (after a start or a reconnect); events may not have been applied yet"
+	}
+	if p := in.pending.Load(); p > 0 {
+		if lag := now.Sub(time.Unix(0, in.lastStored.Load())); lag > in.maxLag {
+			return "the guard lags the transcript stream: " + strconv.FormatUint(p, 10) + " events pending, the last applied stored " + lag.Round(time.Millisecond).String() + " ago"
+		}
+	}
+	return ""
+}
+
+// catchUpLoop finds when the ingester has caught up, also when no message
+// is left to deliver (so none would say so): the consumer has nothing
+// pending and everything it delivered has been applied. It asks the server
+// while behind, at most every catchUpStep; it does nothing while caught up.
+func (in *StreamIngester) catchUpLoop(ctx context.Context) {
+	defer close(in.done)
+	t := time.NewTicker(catchUpStep)
+	defer t.Stop()
+	for {
+		if !in.caughtUp.Load() {
+			in.checkCaughtUp(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-in.resync:
+		case <-t.C:
+		}
+	}
+}
+
+// catchUpStep is how often a behind ingester asks whether it caught up.
+const catchUpStep = 100 * time.Millisecond
+
+func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
+	in.mu.Lock()
+	cons := in.consumer
+	in.mu.Unlock()
+	if cons == nil {
+		return
+	}
+	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	info, err := cons.Info(ictx)
+	if err != nil {
+		return // reset under way, or not connected: try again
+	}
+	if info.NumPending == 0 && in.applied.Load() >= info.Delivered.Stream {
+		in.markCaughtUp()
+	}
+}
+
+func (in *StreamIngester) markCaughtUp() {
+	if !in.caughtUp.Swap(true) {
+		in.log.Info("caught up with the transcript stream", zap.Uint64("stream_seq", in.applied.Load()))
+		in.onChange()
+	}
+}
+
+func (in *StreamIngester) handle(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return
+	}
+	seq := meta.Sequence.Stream
+	ev, err := Decode(in.prefix, msg.Subject(), msg.Data(), in.limits)
+	if err != nil {
+		rejected(in.log, in.m, msg.Subject(), msg.Data(), err, zap.Uint64("stream_seq", seq))
+	} else if ok, reason := in.store.ApplyMeta(ev, Meta{At: meta.Timestamp, StreamSeq: seq, Replay: seq <= in.replayUntil.Load()}); !ok {
+		dropped(in.log, in.m, ev, reason, zap.Uint64("stream_seq", seq))
+	}
+	in.lastStored.Store(meta.Timestamp.UnixNano())
+	in.pending.Store(meta.NumPending)
+	in.applied.Store(seq)
+	if meta.NumPending == 0 {
+		in.markCaughtUp()
+	}
+	if in.nSettling.Load() > 0 {
+		in.wakeSettled(seq)
+	}
+}
+
+// Settle waits, within ctx, until every event of the call that the stream
+// held when it was called has been applied: an ALLOW then rests on every
+// word the pipeline published before it, whichever replica judges. It
+// costs a round trip (the call's last message in the stream) and, when
+// this replica lags, the wait.
+func (in *StreamIngester) Settle(ctx context.Context, callID string) error {
+	in.mu.Lock()
+	s := in.jsStream
+	in.mu.Unlock()
+	if s == nil {
+		return errors.New("transcript: the stream ingester is not started")
+	}
+	msg, err := s.GetLastMsgForSubject(ctx, in.prefix+"."+callID)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil // nothing of the call in the stream
+	case err != nil:
+		return fmt.Errorf("transcript: the call's last event in the stream: %w", err)
+	}
+	if in.applied.Load() >= msg.Sequence {
+		return nil
+	}
+	w := settleWait{seq: msg.Sequence, done: make(chan struct{})}
+	in.settleMu.Lock()
+	in.settling = append(in.settling, w)
+	in.nSettling.Add(1)
+	in.settleMu.Unlock()
+	if in.applied.Load() >= msg.Sequence {
+		in.wakeSettled(in.applied.Load()) // applied meanwhile
+	}
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		in.settleMu.Lock()
+		for i, o := range in.settling {
+			if o.done == w.done {
+				in.settling = slices.Delete(in.settling, i, i+1)
+				in.nSettling.Add(-1)
+				break
+			}
+		}
+		in.settleMu.Unlock()
+		return fmt.Errorf("transcript: stream sequence %d of the call not applied yet (applied %d): %w", msg.Sequence, in.applied.Load(), ctx.Err())
+	}
+}
+
+// wakeSettled releases the Settle calls waiting for sequences up to seq.
+func (in *StreamIngester) wakeSettled(seq uint64) {
+	in.settleMu.Lock()
+	defer in.settleMu.Unlock()
+	kept := in.settling[:0]
+	for _, w := range in.settling {
+		if w.seq <= seq {
+			close(w.done)
+			in.nSettling.Add(-1)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(in.settling[len(kept):])
+	in.settling = kept
+}
