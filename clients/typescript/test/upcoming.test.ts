@@ -143,7 +143,10 @@ describe("upcoming guard features", () => {
     const restarted = await g.publisher({ source: "tts", lang: "en" });
     const d = await raced(call, { agent: restarted });
     assert.equal(d.outcome, "allow", `${d.reason}: ${d.detail}`);
-    assert.equal(d.evidence?.question?.text, QUESTION, "the restarted run's question (its seq 1) was taken in");
+    // Both runs' agent speech is one turn; the restarted run's seq 1 is in it,
+    // and it is the question the yes answered.
+    assert.equal(d.evidence?.question?.text, `One moment. ${QUESTION}`, "the restarted run's question (its seq 1) was taken in");
+    assert.equal(d.questionSentence.toLowerCase(), QUESTION.toLowerCase());
   });
 
   test("gaps: a source's missing seq refuses with transcript_gap", async (t: TestContext) => {
