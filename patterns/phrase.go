@@ -271,3 +271,14 @@ func (pl *phraseList) startsWith(toks []string) (span, bool) {
 	}
 	return span{}, false
 }
+
+// Match is one thing a rule found in a text.
+type Match struct {
+	Rule    string // "affirmative", "negation", "verb", ...
+	Pattern string // the phrase as written in the locale or policy
+	Text    string // the words it matched
+}
+
+func spanMatch(rule string, toks []string, s span) Match {
+	return Match{Rule: rule, Pattern: s.p.src, Text: strings.Join(toks[s.start:s.end], " ")}
+}
