@@ -159,7 +159,7 @@ func (c *check) run(ctx context.Context) (resp *yesguardv1.CheckResponse) {
 			c.d.Outcome = yesguardv1.Outcome_OUTCOME_REFUSE
 			c.d.Reason = yesguardv1.Reason_REASON_INTERNAL
 			lang := c.rs.policy.Defaults.DefaultLang
-			c.d.Message = message(c.d.Outcome, c.d.Reason, c.tool.name, func() string { return c.tool.describe(lang) }, "internal error")
+			c.d.Message = message(c.d.Outcome, c.d.Reason, c.tool.name, func() phrasing { return c.rs.phrasing(c.tool, lang) }, "internal error")
 			c.d.Evidence = nil
 			resp = c.finish()
 		}
@@ -174,7 +174,7 @@ func (c *check) finish() *yesguardv1.CheckResponse {
 	d.WaitedMs = c.waited.Milliseconds()
 	if d.Message == "" {
 		detail := d.GetEvidence().GetDetail()
-		d.Message = message(d.Outcome, d.Reason, c.tool.name, func() string { return c.tool.describe(c.lang()) }, detail)
+		d.Message = message(d.Outcome, d.Reason, c.tool.name, func() phrasing { return c.rs.phrasing(c.tool, c.lang()) }, detail)
 	}
 	g := c.g
 	now := g.now()

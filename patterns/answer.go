@@ -45,12 +45,12 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 		return false
 	}
 
-	for _, s := range l.negationIdioms.find(toks) {
+	for _, s := range l.findMixed(func(x *Locale) *phraseList { return &x.negationIdioms }, toks) {
 		cover(s)
 		j.Affirmative = true
 		j.Matches = append(j.Matches, spanMatch("negation_idiom", toks, s))
 	}
-	for _, s := range l.negations.find(toks) {
+	for _, s := range l.findMixed(func(x *Locale) *phraseList { return &x.negations }, toks) {
 		if overlapsCovered(s) {
 			continue
 		}
@@ -66,7 +66,7 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 	// Affirmatives cover their words before hedges and conditions are
 	// looked for ("mm hmm" is a yes, though "hmm" alone hedges); they never
 	// cover a negation.
-	for _, s := range l.affirmatives.find(toks) {
+	for _, s := range l.findMixed(func(x *Locale) *phraseList { return &x.affirmatives }, toks) {
 		cover(s)
 		j.Affirmative = true
 		j.Matches = append(j.Matches, spanMatch("affirmative", toks, s))
@@ -90,9 +90,13 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 	}
 	for _, k := range []struct {
 		rule string
-		list *phraseList
-	}{{"hedge", &l.hedges}, {"condition", &l.conditions}, {"addition", &l.additions}} {
-		for _, s := range k.list.find(toks) {
+		list func(*Locale) *phraseList
+	}{
+		{"hedge", func(x *Locale) *phraseList { return &x.hedges }},
+		{"condition", func(x *Locale) *phraseList { return &x.conditions }},
+		{"addition", func(x *Locale) *phraseList { return &x.additions }},
+	} {
+		for _, s := range l.findMixed(k.list, toks) {
 			if overlapsCovered(s) {
 				continue
 			}
@@ -123,7 +127,7 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 	}
 
 	fillers := make([]bool, len(toks))
-	for _, s := range l.fillers.find(toks) {
+	for _, s := range l.findMixed(func(x *Locale) *phraseList { return &x.fillers }, toks) {
 		for i := s.start; i < s.end; i++ {
 			fillers[i] = true
 		}
@@ -161,6 +165,13 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 	for _, pl := range []*phraseList{&l.fillers, &l.politeness, &l.glue, &l.requests} {
 		for _, s := range pl.find(toks) {
 			cover(s)
+		}
+	}
+	for _, m := range l.mix {
+		for _, pl := range []*phraseList{&m.fillers, &m.politeness} {
+			for _, s := range pl.find(toks) {
+				cover(s)
+			}
 		}
 	}
 	var leftover []string
@@ -213,4 +224,14 @@ func (l *Locale) followsVerb(toks []string, i int, a *Action, verbSpans []span, 
 		return false
 	}
 	return false
+}
+
+// findMixed finds a list's phrases in toks: the locale's, then those of
+// each language it mixes in (sel picks the list of a locale).
+func (l *Locale) findMixed(sel func(*Locale) *phraseList, toks []string) []span {
+	out := sel(l).find(toks)
+	for _, m := range l.mix {
+		out = append(out, sel(m).find(toks)...)
+	}
+	return out
 }

@@ -152,18 +152,48 @@ type Action struct {
 	// actions' objects: an object of this action that stands there too
 	// ("appointment" for booking and cancelling) names neither.
 	shared phraseList
+	// sharedVerbs are this action's verbs (as the policy writes them)
+	// that another tool lists too: a question naming only such a verb
+	// must also name this action's object.
+	sharedVerbs map[string]bool
+	// askVerb is the verb the plain question suggested in a refusal
+	// uses: the first single-word verb, else the first;
+	// askVerbHoldsObject: it names an object itself ("send a copy").
+	askVerb            string
+	askVerbHoldsObject bool
 }
 
 // CompileAction compiles a tool's verbs and objects. Each verb matches its
 // inflected forms, the separated forms of a separable verb ("reiche ...
 // ein"), and a multi-word verb with its particle moved ("send it in").
-func (l *Locale) CompileAction(verbs, objects []string) *Action {
-	a := &Action{words: map[string]bool{}}
+//
+// shared names the verbs another confirmed tool lists too.
+func (l *Locale) CompileAction(verbs, objects []string, shared ...string) *Action {
+	a := &Action{words: map[string]bool{}, sharedVerbs: map[string]bool{}}
+	for _, v := range shared {
+		a.sharedVerbs[v] = true
+	}
 	if len(verbs) > 0 {
 		a.Verb = verbs[0]
+		a.askVerb = verbs[0]
+		for _, v := range verbs {
+			if len(strings.Fields(v)) == 1 {
+				a.askVerb = v
+				break
+			}
+		}
 	}
 	if len(objects) > 0 {
 		a.Object = objects[0]
+	}
+	if fv := strings.Fields(Fold(a.askVerb)); len(fv) > 1 {
+		for _, o := range objects {
+			for _, w := range strings.Fields(Fold(o)) {
+				if slices.Contains(fv[1:], w) {
+					a.askVerbHoldsObject = true
+				}
+			}
+		}
 	}
 	for _, v := range verbs {
 		for _, p := range l.compileInflected(v, a.words, true) {
@@ -251,14 +281,27 @@ func (l *Locale) compileInflected(src string, words map[string]bool, verb bool) 
 // included ("einreichen" → "Einreichung").
 func (l *Locale) verbNouns(src string) map[string]bool {
 	parts := strings.Fields(Fold(src))
-	if len(parts) != 1 || len(l.inflection.NounSuffixes) == 0 {
+	if len(parts) != 1 {
 		return nil
 	}
 	head := parts[0]
 	out := l.nounForms(head)
+	for base, nouns := range l.inflection.IrregularNouns {
+		if Fold(base) == head {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			for _, n := range nouns {
+				out[Fold(n)] = true
+			}
+		}
+	}
+	if out == nil {
+		return nil
+	}
 	for _, pre := range l.inflection.SeparablePrefixes {
 		pre = Fold(pre)
-		if strings.HasPrefix(head, pre) && len(head)-len(pre) >= 4 {
+		if strings.HasPrefix(head, pre) && len(head)-len(pre) >= 4 && len(l.inflection.NounSuffixes) > 0 {
 			for f := range l.nounForms(head[len(pre):]) {
 				out[pre+f] = true
 			}

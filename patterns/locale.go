@@ -94,6 +94,45 @@ type File struct {
 	// bestätigen"), with govern_before.
 	Prepositions []string `yaml:"prepositions"`
 
+	// The plain question (rule 5). Every word of the sentence a yes
+	// answers must be explained: by a frame, a tag, the action's verb,
+	// objects and values, a proceed or confirm phrase, a back reference,
+	// a plain word, or a name after a title.
+	//
+	// Frames ask the caller's leave for the agent to act, or offer to
+	// ("shall I", "do you want me to", "I can"); the action's verb must
+	// follow one, or be followed by a tag.
+	Frames []string `yaml:"frames"`
+	// Tags confirm a proposal after it ("okay?", "is that right", "if
+	// that's alright with you").
+	Tags []string `yaml:"tags"`
+	// PlainWords are harmless in a question: determiners, the words of
+	// now, politeness, address, lead-ins, prepositions.
+	PlainWords []string `yaml:"plain_words"`
+	// FillerSentences are sentences that propose nothing ("thanks for
+	// waiting", "got it"): a question that points back passes over them.
+	FillerSentences []string `yaml:"filler_sentences"`
+	// Titles stand before a name, which they explain ("dr", "mrs").
+	Titles []string `yaml:"titles"`
+	// Recaps mark a sentence that tells of something done ("already",
+	// "I've"): a question that points back passes over it.
+	Recaps []string `yaml:"recaps"`
+	// Ask is the plain question a refusal suggests, with {verb} (the
+	// tool's verb as the policy writes it), {object} and {art} (the
+	// article ask_articles gives the object); AskVerbOnly is used when
+	// the verb names its object itself ("send a copy") or the tool has no
+	// object.
+	Ask         string `yaml:"ask"`
+	AskVerbOnly string `yaml:"ask_verb_only"`
+	// AskArticles gives {art} by the object's ending, longest ending
+	// first; the key "" is the default.
+	AskArticles map[string]string `yaml:"ask_articles"`
+	// Mix lists languages whose yes words callers mix into this one
+	// ("vale, okay, do it"): their affirmatives, fillers and politeness
+	// count in a plain yes, and their negations, hedges and conditions
+	// refuse as this language's do.
+	Mix []string `yaml:"mix"`
+
 	// Inflection turns a policy's verbs and objects into the forms a
 	// model uses.
 	Inflection Inflection `yaml:"inflection"`
@@ -111,6 +150,10 @@ type Inflection struct {
 	DoubleFinal bool `yaml:"double_final"`
 	// Irregular forms by word ("send": [sent]).
 	Irregular map[string][]string `yaml:"irregular"`
+	// IrregularNouns are nouns a verb makes that no suffix gives
+	// ("submit": [submission]): like its objects, they name what the
+	// action acts on, not the action.
+	IrregularNouns map[string][]string `yaml:"irregular_nouns"`
 	// SeparablePrefixes split off a verb and stand later in the sentence
 	// ("einreichen" as "reiche ... ein").
 	SeparablePrefixes []string `yaml:"separable_prefixes"`
@@ -157,6 +200,13 @@ type Locale struct {
 	particles, openQuestions, alternatives, prepositions, conjunctions     phraseList
 	sideClauses                                                            phraseList
 	governBefore                                                           bool
+
+	frames, tags, plainWords, fillerSentences, titles, recaps phraseList
+	ask, askVerbOnly                                          string
+	askArticles                                               map[string]string
+	askArticleEnds                                            []string
+	mixLangs                                                  []string
+	mix                                                       []*Locale
 
 	numberWords map[string]float64
 	inflection  Inflection
@@ -249,6 +299,17 @@ func compileSet(files map[string]rawFile) (*Set, error) {
 		h.Write([]byte(lang))
 		h.Write(rf.data)
 	}
+	for _, lang := range slices.Sorted(maps.Keys(s.byLang)) {
+		l := s.byLang[lang]
+		for _, m := range l.mixLangs {
+			ml, ok := s.byLang[m]
+			if !ok {
+				errs = append(errs, fmt.Errorf("%s: mix: no locale for %q", files[lang].name, m))
+				continue
+			}
+			l.mix = append(l.mix, ml)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -310,6 +371,13 @@ func (f *File) Validate(lang string) error {
 		"inflection.infixes":            f.Inflection.Infixes,
 		"inflection.prefixes":           f.Inflection.Prefixes,
 		"inflection.noun_suffixes":      f.Inflection.NounSuffixes,
+		"frames":                        f.Frames,
+		"tags":                          f.Tags,
+		"plain_words":                   f.PlainWords,
+		"filler_sentences":              f.FillerSentences,
+		"titles":                        f.Titles,
+		"recaps":                        f.Recaps,
+		"mix":                           f.Mix,
 	}
 	for _, key := range slices.Sorted(maps.Keys(lists)) {
 		seen := map[string]int{}
@@ -339,6 +407,20 @@ func (f *File) Validate(lang string) error {
 		}
 		if w := strings.TrimSpace(f.Clitics[c]); w == "" || strings.ContainsRune(w, ' ') {
 			bad("clitics", "%q: stands for one word, got %q", c, f.Clitics[c])
+		}
+	}
+	for _, key := range []string{"ask", "ask_verb_only"} {
+		tmpl := map[string]string{"ask": f.Ask, "ask_verb_only": f.AskVerbOnly}[key]
+		if tmpl != "" && !strings.Contains(tmpl, "{verb}") {
+			bad(key, "%q: the template must hold {verb}", tmpl)
+		}
+	}
+	if f.Ask != "" && !strings.Contains(f.Ask, "{object}") {
+		bad("ask", "%q: the template must hold {object} (ask_verb_only is for a verb alone)", f.Ask)
+	}
+	for _, m := range f.Mix {
+		if strings.TrimSpace(m) == lang {
+			bad("mix", "%q: a language does not mix with itself", m)
 		}
 	}
 	for _, e := range slices.Sorted(maps.Keys(f.Inflection.StemEndings)) {
@@ -406,6 +488,21 @@ func compileLocale(f *File) *Locale {
 	l.prepositions = c(f.Prepositions)
 	l.conjunctions = c(f.Conjunctions)
 	l.governBefore = f.GovernBefore
+	l.frames = c(f.Frames)
+	l.tags = c(f.Tags)
+	l.plainWords = c(f.PlainWords)
+	l.fillerSentences = c(f.FillerSentences)
+	l.titles = c(f.Titles)
+	l.recaps = c(f.Recaps)
+	l.ask, l.askVerbOnly = strings.TrimSpace(f.Ask), strings.TrimSpace(f.AskVerbOnly)
+	l.askArticles = map[string]string{}
+	for k, v := range f.AskArticles {
+		l.askArticles[Fold(strings.TrimSpace(k))] = strings.TrimSpace(v)
+	}
+	l.askArticleEnds = sortedEnds(l.askArticles)
+	for _, m := range f.Mix {
+		l.mixLangs = append(l.mixLangs, strings.TrimSpace(m))
+	}
 	return l
 }
 

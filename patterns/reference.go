@@ -3,6 +3,7 @@ package patterns
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -193,10 +194,21 @@ func (l *Locale) Refers(s Sentence, a, others *Action) Ref {
 // match of another action's verb swallows: "mande una copia" is sending
 // a copy, though "mandar" alone would submit.
 func ownVerb(mine []span, others *Action, toks []string) (span, bool) {
+	own, _ := ownVerbs(mine, others, toks)
+	if len(own) == 0 {
+		return span{}, false
+	}
+	return own[0], true
+}
+
+// ownVerbs returns this action's verb matches that no longer match of
+// another action's verb swallows, and the other action's verb matches.
+func ownVerbs(mine []span, others *Action, toks []string) ([]span, []span) {
 	var theirs []span
 	if others != nil && len(mine) > 0 {
 		theirs = others.verbs.find(toks)
 	}
+	out := mine[:0:0]
 next:
 	for _, m := range mine {
 		for _, o := range theirs {
@@ -204,9 +216,9 @@ next:
 				continue next
 			}
 		}
-		return m, true
+		out = append(out, m)
 	}
-	return span{}, false
+	return out, theirs
 }
 
 // otherBetween reports another action's verb or verb noun standing
@@ -387,4 +399,200 @@ func (l *Locale) NamesObject(t Text, a *Action) bool {
 		}
 	}
 	return false
+}
+
+// proposed is what rule 5 found the question proposes.
+type proposed struct {
+	// outcome is 0 when the question is a plain question about this
+	// action; else why not.
+	outcome     Outcome
+	detail      string
+	matches     []Match
+	unexplained []string
+	// stated are the sentences the bound values must be stated in: the
+	// question, the sentence it points back to, and the sentence of values
+	// before them.
+	stated []Sentence
+}
+
+func (p proposed) fail(o Outcome, detail string) proposed {
+	p.outcome, p.detail = o, detail
+	return p
+}
+
+// proposal applies rule 5 to the question q of the agent's turn t: it is
+// about this action (its verb, an object a proceed or confirm phrase
+// governs, or a generic proceed phrase or back reference whose turn names
+// the action), and it is plain. Plain means every word of the question,
+// and of the sentence it points back to, is explained (see read): a frame
+// asking leave, the action's verb with the agent as the one who acts, its
+// objects with their determiners, the call's values, and the locale's
+// harmless words. Another verb, a negation, an alternative, a time or
+// purpose clause or another number is unexplained, and refuses.
+func (l *Locale) proposal(t Text, q Question, tool Tool, args []Argument) proposed {
+	var p proposed
+	ref := l.Refers(q.Sentence, tool.Action, tool.Others)
+	p.matches = ref.Matches
+	quoted := strconv.Quote(q.Sentence.Raw)
+	switch ref.Kind {
+	case RefOther:
+		return p.fail(ActionMismatch, "the question "+quoted+" is about something else")
+	case RefNone:
+		return p.fail(ActionMismatch, "the question "+quoted+" does not name this action")
+	}
+	qr := l.read(q.Sentence, tool, args)
+	if fail, bad := l.notPlain(&qr, true); bad {
+		p.unexplained = fail.unexplained
+		return p.fail(fail.outcome, fail.detail)
+	}
+	p.stated = append(p.stated, q.Sentence)
+	from := q.Index
+	switch ref.Kind {
+	case RefVerb, RefObject:
+		if qr.sharedOnly && !qr.has(roleObject) {
+			// "Shall I cancel it?" with two tools that cancel: the turn
+			// must name this one's object.
+			if !l.turnNamesObject(t, q.Index, tool) {
+				return p.fail(ActionMismatch, "the question "+quoted+" names a verb another action shares, and the turn never names what this action acts on")
+			}
+		}
+	default:
+		// A generic proceed phrase, a back reference or a shared object:
+		// what the question proposes is the sentence it points back to.
+		i, pr := l.pointedTo(t, q.Index, tool)
+		switch {
+		case pr == RefOther:
+			return p.fail(ActionMismatch, "the turn around the question is about another action")
+		case i < 0 && ref.Kind == RefShared:
+			return p.fail(ActionMismatch, "the question "+quoted+" names something another action also acts on, and the turn never says which action")
+		case i < 0 && ref.Kind == RefBack:
+			return p.fail(ActionMismatch, "the question "+quoted+" points back to nothing that names this action")
+		case i >= 0 && pr != RefVerb && pr != RefObject && ref.Kind != RefProceed:
+			return p.fail(ActionMismatch, "the question "+quoted+" points back to "+strconv.Quote(t.Sentences[i].Raw)+", which does not name this action")
+		}
+		if i >= 0 {
+			s := t.Sentences[i]
+			pr := l.read(s, tool, args)
+			if fail, bad := l.notPlain(&pr, false); bad {
+				p.unexplained = fail.unexplained
+				return p.fail(fail.outcome, "the question "+quoted+" points back to "+strconv.Quote(s.Raw)+": "+fail.detail)
+			}
+			if pr.sharedOnly && !pr.has(roleObject) && !qr.has(roleObject) {
+				return p.fail(ActionMismatch, "the turn names a verb another action shares, and never what this action acts on")
+			}
+			p.stated = append(p.stated, s)
+			from = i
+		}
+	}
+	// The values may be stated in the sentence just before: "Your balance
+	// is $120.50. Shall I pay it?". It too must be plain.
+	if i := l.previousContent(t, from, tool); i >= 0 {
+		s := t.Sentences[i]
+		vr := l.read(s, tool, args)
+		if len(vr.values) > 0 || len(vr.strays) > 0 {
+			if _, bad := l.notPlain(&vr, false); !bad {
+				p.stated = append(p.stated, s)
+			}
+		}
+	}
+	return p
+}
+
+// notPlain judges a reading: its unexplained words, its stray values and,
+// for the question itself (asking), that its verb is what the agent asks
+// leave to do.
+func (l *Locale) notPlain(r *reading, asking bool) (proposed, bool) {
+	var p proposed
+	if l.frames.empty() {
+		return p, false // TRANSITION: locales without frames are not judged for plainness yet
+	}
+	if words := r.unexplainedWords(); len(words) > 0 {
+		p.unexplained = words
+		return p.fail(QuestionNotPlain, "not a plain question about this action: "+quoteList(words)+" "+explainNot(len(words))), true
+	}
+	if len(r.strays) > 0 {
+		return p.fail(ArgumentMismatch, "it states "+strconv.Quote(r.strays[0].text)+", which is none of the call's arguments"), true
+	}
+	if asking && !r.asksLeave() {
+		return p.fail(QuestionNotPlain, "it names the action without asking leave to do it (\"shall I\", \"do you want me to\")"), true
+	}
+	return p, false
+}
+
+func explainNot(n int) string {
+	if n == 1 {
+		return "is not part of asking to do it"
+	}
+	return "are not part of asking to do it"
+}
+
+func quoteList(ws []string) string {
+	q := make([]string, len(ws))
+	for i, w := range ws {
+		q[i] = strconv.Quote(w)
+	}
+	return strings.Join(q, ", ")
+}
+
+// pointedTo finds the sentence a question at index qi points back to:
+// the nearest sentence before it that is neither filler ("Thanks for
+// waiting.") nor a recap of something done ("I've cancelled the old
+// one."). It returns -1 when there is none, and how that sentence refers
+// to the action.
+func (l *Locale) pointedTo(t Text, qi int, tool Tool) (int, RefKind) {
+	for i := qi - 1; i >= 0; i-- {
+		s := t.Sentences[i]
+		if l.filler(s) {
+			continue
+		}
+		ref := l.Refers(s, tool.Action, tool.Others)
+		if l.recap(s) && ref.Kind != RefNone {
+			continue
+		}
+		return i, ref.Kind
+	}
+	return -1, RefNone
+}
+
+// previousContent returns the nearest sentence before index i that is not
+// filler, or -1.
+func (l *Locale) previousContent(t Text, i int, tool Tool) int {
+	for k := i - 1; k >= 0; k-- {
+		if !l.filler(t.Sentences[k]) {
+			return k
+		}
+	}
+	return -1
+}
+
+// turnNamesObject reports whether a sentence of t up to index qi names one
+// of the action's objects outside a side clause.
+func (l *Locale) turnNamesObject(t Text, qi int, tool Tool) bool {
+	for i := qi - 1; i >= 0; i-- {
+		if len(tool.Action.objects.find(l.mainClause(t.Sentences[i]))) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// filler reports whether every word of s is a filler, a plain word or a
+// tag: "Alright.", "Thanks for waiting.", "Got it.".
+func (l *Locale) filler(s Sentence) bool {
+	covered := make([]bool, len(s.Tokens))
+	for _, pl := range []*phraseList{&l.fillerSentences, &l.plainWords, &l.fillers, &l.tags} {
+		for _, sp := range pl.find(s.Tokens) {
+			for k := sp.start; k < sp.end; k++ {
+				covered[k] = true
+			}
+		}
+	}
+	return !slices.Contains(covered, false)
+}
+
+// recap reports whether s tells of something done ("I've cancelled your
+// old appointment", "already"), not of what the question proposes.
+func (l *Locale) recap(s Sentence) bool {
+	_, ok := l.recaps.first(s.Tokens)
+	return ok
 }

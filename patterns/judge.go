@@ -1,0 +1,205 @@
+package patterns
+
+import (
+	"strconv"
+	"strings"
+)
+
+// This file holds rules 3 to 6 in one place: the caller's plain yes (3),
+// the question it answers (4), that question being a plain question about
+// this action with its values (5), and the caller's own instruction when
+// nothing was asked (6). The guard applies rules 1 and 2 (the latest
+// words, their age) and calls Judge once per decision.
+
+// Argument is one argument of the tool call, its value as JSON decodes it
+// (float64, string, bool, nil, []any, map[string]any).
+type Argument struct {
+	Name  string
+	Value any
+}
+
+// Tool is what the judge knows of the tool called, in one language.
+type Tool struct {
+	// Action is the tool's verbs and objects.
+	Action *Action
+	// Others is every other confirmed tool's verbs and objects (MergeActions).
+	Others *Action
+}
+
+// Turn is one turn, read in its own language with the tool's words in
+// that language.
+type Turn struct {
+	Locale *Locale
+	Text   string
+	Tool   Tool
+}
+
+// Input is what one decision reads.
+type Input struct {
+	// Answer is the caller's latest turn.
+	Answer Turn
+	// Question is the agent's turn before it; nil when the caller spoke
+	// first.
+	Question *Turn
+	// Args are the call's arguments, Bind the names of those the question
+	// must state.
+	Args []Argument
+	Bind []string
+}
+
+// Outcome is what the rules decided.
+type Outcome int
+
+// The outcomes of Judge. Only Confirmed and Instructed allow the action.
+const (
+	// Confirmed: a plain yes to a plain question about this action that
+	// states its values (rule 5).
+	Confirmed Outcome = iota + 1
+	// Instructed: no question, and the caller's own words plainly ask for
+	// this action (rule 6).
+	Instructed
+	// Negated: the caller said no or took the yes back.
+	Negated
+	// NotPlain: the caller's turn is no plain yes.
+	NotPlain
+	// NoQuestion: nothing was asked that a yes answers.
+	NoQuestion
+	// ActionMismatch: the question is about another action or none.
+	ActionMismatch
+	// QuestionNotPlain: the question is about this action but holds words
+	// the rule cannot explain (another verb, a negation, an alternative,
+	// a time or purpose clause).
+	QuestionNotPlain
+	// ArgumentMismatch: a bound value is not stated, or a value stated is
+	// none of the call's.
+	ArgumentMismatch
+)
+
+var outcomeNames = [...]string{"", "confirmed", "instructed", "negated", "not_plain", "no_question", "action_mismatch", "question_not_plain", "argument_mismatch"}
+
+func (o Outcome) String() string {
+	if o > 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Allows reports whether the outcome allows the action.
+func (o Outcome) Allows() bool { return o == Confirmed || o == Instructed }
+
+// Verdict is the judge's decision and what it rests on.
+type Verdict struct {
+	Outcome Outcome
+	// Detail says, for people, what the decision rests on.
+	Detail string
+	// Asked: the agent's turn holds a question; QuestionSentence is its
+	// last one, as the yes answers it.
+	Asked            bool
+	QuestionSentence string
+	// Matches are the rules that matched, for the evidence: the
+	// question's, then the answer's, then rule 5's.
+	Matches []Match
+	// Unexplained are the words that keep the question from being plain
+	// (QuestionNotPlain), as they stand in it.
+	Unexplained []string
+	// Ask is the plain question to ask instead, in the question's language
+	// (the answer's when nothing was asked); empty when it cannot be made.
+	Ask string
+	// StatesQuantity: the caller's turn states a quantity ("two more").
+	StatesQuantity bool
+}
+
+// Judge applies rules 3 to 6 to one decision. It never fails: what it
+// cannot read refuses.
+func Judge(in Input) Verdict {
+	var v Verdict
+	loc := in.Answer.Locale
+	answer := loc.Parse(in.Answer.Text)
+	v.StatesQuantity = loc.StatesQuantity(answer)
+
+	qTurn := in.Question
+	var qText Text
+	var q Question
+	qLoc := loc
+	qTool := in.Answer.Tool
+	if qTurn != nil {
+		qLoc, qTool = qTurn.Locale, qTurn.Tool
+		qText = qLoc.Parse(qTurn.Text)
+		q, v.Asked = qLoc.LastQuestion(qText)
+	}
+	v.Ask = qLoc.AskFor(qTool.Action)
+	var echo map[string]bool
+	if v.Asked {
+		echo = TokenSet(Text{Sentences: []Sentence{q.Sentence}})
+		v.QuestionSentence = q.Sentence.Raw
+		v.Matches = append(v.Matches, q.Matches...)
+	}
+	ans := loc.JudgeAnswer(answer, in.Answer.Tool.Action, echo)
+	v.Matches = append(v.Matches, ans.Matches...)
+	if ans.Negated {
+		return v.with(Negated, ans.Detail)
+	}
+	if !v.Asked {
+		return v.instruction(in, loc, answer, qText, ans, q, qTurn != nil)
+	}
+	if ans.NotPlain || (!ans.Affirmative && !ans.Verb) {
+		return v.with(NotPlain, ans.Detail)
+	}
+	// Rule 5: the question must be a plain question about this action.
+	p := qLoc.proposal(qText, q, qTool, in.Args)
+	v.Matches = append(v.Matches, p.matches...)
+	if p.outcome != 0 {
+		v.Unexplained = p.unexplained
+		return v.with(p.outcome, p.detail)
+	}
+	if detail, ok := qLoc.boundStated(p.stated, in.Args, in.Bind); !ok {
+		return v.with(ArgumentMismatch, detail)
+	}
+	return v.with(Confirmed, "plain yes "+strconv.Quote(in.Answer.Text)+" to "+strconv.Quote(q.Sentence.Raw))
+}
+
+func (v Verdict) with(o Outcome, detail string) Verdict {
+	v.Outcome, v.Detail = o, detail
+	return v
+}
+
+// instruction applies rule 6: with no question before it, only the
+// caller's own plain instruction naming this action counts ("Yes, please
+// submit the appeal."). It may name what the action acts on in words the
+// policy gives any tool ("I'd like to cancel my appointment").
+func (v Verdict) instruction(in Input, loc *Locale, answer, qText Text, ans Judgement, q Question, agentSpoke bool) Verdict {
+	tool := in.Answer.Tool
+	if ans.NotPlain && ans.Verb && tool.Others != nil {
+		ans = loc.JudgeAnswer(answer, tool.Action, tool.Others.Words())
+	}
+	if !ans.NotPlain && ans.Verb {
+		if sen, bad, ok := loc.strayValue(answer, in.Args); !ok {
+			return v.with(ArgumentMismatch, "the caller's words state "+strconv.Quote(bad)+", which is none of the call's arguments ("+strconv.Quote(sen)+")")
+		}
+		said := Text{Sentences: append(append([]Sentence(nil), answer.Sentences...), qText.Sentences...)}
+		if detail, ok := loc.boundStated(said.Sentences, in.Args, in.Bind); !ok {
+			return v.with(ArgumentMismatch, detail)
+		}
+		return v.with(Instructed, "the caller asked for this action by name: "+strconv.Quote(clip(in.Answer.Text, 160)))
+	}
+	if !agentSpoke {
+		return v.with(NoQuestion, "the caller spoke before the agent asked anything")
+	}
+	for _, m := range q.Matches {
+		if m.Rule == "open_question" || m.Rule == "alternative" {
+			return v.with(NoQuestion, "the agent's question "+strconv.Quote(q.Sentence.Raw)+" asks for a detail, a choice or a fact ("+strconv.Quote(m.Text)+"), not for a yes to act on")
+		}
+	}
+	return v.with(NoQuestion, "the agent's turn "+strconv.Quote(clip(in.Question.Text, 160))+" asks nothing")
+}
+
+// clip cuts s to at most n bytes, at a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return strings.TrimSpace(s[:n]) + "…"
+}
