@@ -49,7 +49,7 @@ func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool string, 
 	case yesguardv1.Reason_REASON_NO_QUESTION:
 		return "You did not ask the caller to confirm this action, so their words are not consent. " + ask()
 	case yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN:
-		return fmt.Sprintf("Your question was not a plain question about this action (%s), so the caller's yes does not say they want it done now. Do not act. Ask only whether to do it, with nothing else in the question: no other action, choice, condition or later time. %s", detail, ask())
+		return fmt.Sprintf("Your question was not a plain question about this action (%s), so the caller's yes does not say they want it done now. Do not act. Ask only whether to do it, with nothing else in the question: no other action, choice, condition, reason or later time. %s", detail, ask())
 	case yesguardv1.Reason_REASON_ACTION_MISMATCH:
 		return fmt.Sprintf("The caller's yes answered a question about something else (%s), not about this action. %s", detail, ask())
 	case yesguardv1.Reason_REASON_ARGUMENT_MISMATCH:

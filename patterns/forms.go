@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // separableGap is how far a separated prefix may stand from its verb.
@@ -51,7 +53,7 @@ func (l *Locale) inflect(w string, suffixes []string, verb, self bool) map[strin
 	stems = l.stemVariants(stems)
 	for _, st := range stems {
 		for _, suf := range suffixes {
-			out[st+Fold(suf)] = true
+			out[l.suffixed(st, suf)] = true
 		}
 	}
 	if inf.DoubleFinal && len(w) >= 3 {
@@ -60,7 +62,7 @@ func (l *Locale) inflect(w string, suffixes []string, verb, self bool) map[strin
 		if !strings.ContainsRune("aeiouwxy", rune(last)) && strings.ContainsRune("aeiou", rune(prev)) {
 			for _, suf := range suffixes {
 				if suf != "" && strings.ContainsRune("aeiou", rune(suf[0])) {
-					out[w+string(last)+Fold(suf)] = true
+					out[l.suffixed(w+string(last), suf)] = true
 				}
 			}
 		}
@@ -68,7 +70,7 @@ func (l *Locale) inflect(w string, suffixes []string, verb, self bool) map[strin
 	for base, irr := range inf.Irregular {
 		if self && Fold(base) == w {
 			for _, f := range irr {
-				out[Fold(f)] = true
+				out[l.fold(f)] = true
 			}
 		}
 	}
@@ -80,6 +82,19 @@ func (l *Locale) inflect(w string, suffixes []string, verb, self bool) map[strin
 		}
 	}
 	return out
+}
+
+// suffixed joins a folded stem and a suffix as text folds the word: with
+// keep_final_accents, a suffix ending in an accented vowel ("aré") keeps
+// its mark.
+func (l *Locale) suffixed(stem, suf string) string {
+	w := stem + Fold(suf)
+	if l.keepFinalAccents && len(w) >= 3 {
+		if r, _ := utf8.DecodeLastRuneInString(suf); isAccentedVowel(unicode.ToLower(r)) {
+			w += "\u02b9"
+		}
+	}
+	return w
 }
 
 // stemVariants adds to stems the variants stem_endings and double_vowel
@@ -156,6 +171,9 @@ type Action struct {
 	// that another tool lists too: a question naming only such a verb
 	// must also name this action's object.
 	sharedVerbs map[string]bool
+	// objectWords are the single-word forms of the objects and of the
+	// nouns the verbs make.
+	objectWords map[string]bool
 	// askVerb is the verb the plain question suggested in a refusal
 	// uses: the first single-word verb, else the first;
 	// askVerbHoldsObject: it names an object itself ("send a copy").
@@ -169,7 +187,7 @@ type Action struct {
 //
 // shared names the verbs another confirmed tool lists too.
 func (l *Locale) CompileAction(verbs, objects []string, shared ...string) *Action {
-	a := &Action{words: map[string]bool{}, sharedVerbs: map[string]bool{}}
+	a := &Action{words: map[string]bool{}, sharedVerbs: map[string]bool{}, objectWords: map[string]bool{}}
 	for _, v := range shared {
 		a.sharedVerbs[v] = true
 	}
@@ -204,6 +222,7 @@ func (l *Locale) CompileAction(verbs, objects []string, shared ...string) *Actio
 		if nouns := l.verbNouns(v); len(nouns) > 0 {
 			for f := range nouns {
 				a.words[f] = true
+				a.objectWords[f] = true
 			}
 			a.objects.add(&phrase{src: v, elems: []element{{forms: nouns}}})
 		}
@@ -211,6 +230,11 @@ func (l *Locale) CompileAction(verbs, objects []string, shared ...string) *Actio
 	for _, o := range objects {
 		for _, p := range l.compileInflected(o, a.words, false) {
 			a.objects.add(p)
+			if len(p.elems) == 1 && p.elems[0].forms != nil {
+				for f := range p.elems[0].forms {
+					a.objectWords[f] = true
+				}
+			}
 		}
 	}
 	return a
@@ -292,7 +316,7 @@ func (l *Locale) verbNouns(src string) map[string]bool {
 				out = map[string]bool{}
 			}
 			for _, n := range nouns {
-				out[Fold(n)] = true
+				out[l.fold(n)] = true
 			}
 		}
 	}
@@ -322,6 +346,11 @@ func (l *Locale) endsClause(toks []string, i int) bool {
 		return true
 	}
 	if _, ok := l.conjunctions.startsWith(rest); ok {
+		return true
+	}
+	// A phrase a preposition opens may follow the particle: "ik plan u
+	// in voor woensdag", "ich trage Sie ein für Dienstag".
+	if _, ok := l.prepositions.startsWith(rest); ok {
 		return true
 	}
 	covered := make([]bool, len(rest))
@@ -376,9 +405,29 @@ func (l *Locale) MergeActions(verbs, objects []string) *Action {
 	for _, o := range objects {
 		for _, p := range l.compileInflected(o, a.words, false) {
 			a.shared.add(p)
+			if len(p.elems) == 1 && p.elems[0].forms != nil {
+				for f := range p.elems[0].forms {
+					a.objectWords[f] = true
+				}
+			}
 		}
 	}
 	return a
+}
+
+// minCompoundHead is how many letters a compound must hold before the
+// object it ends in ("Zahnarzt" + "termin").
+const minCompoundHead = 3
+
+// endsInObject reports whether tok is a compound ending in one of the
+// action's single-word object forms ("zahnarzttermin").
+func (a *Action) endsInObject(tok string) bool {
+	for f := range a.objectWords {
+		if len(tok) >= len(f)+minCompoundHead && strings.HasSuffix(tok, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // Words returns every single-word form of the action's verbs and objects

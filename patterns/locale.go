@@ -46,6 +46,18 @@ type File struct {
 	// KeepAccents lists words whose accents tell them from another word
 	// ("sí", yes, from "si", if): they are not folded to the plain word.
 	KeepAccents []string `yaml:"keep_accents"`
+	// KeepFinalAccents: a word of three letters or more whose last letter
+	// is an accented vowel is not folded into the plain word: es
+	// "presentó" (did submit) is not "presento" (I submit), it "inviò"
+	// not "invio". Lists must then write such words with their accent.
+	KeepFinalAccents bool `yaml:"keep_final_accents"`
+	// CompoundObjects: a word ending in one of a tool's objects names
+	// that object ("Zahnarzttermin", "tandartsafspraak").
+	CompoundObjects bool `yaml:"compound_objects"`
+	// VerbFirstAsks: a question that opens with the action's verb, only
+	// plain words before it, asks leave (es "¿Le envío la apelación?",
+	// it "Le invio il ricorso?").
+	VerbFirstAsks bool `yaml:"verb_first_asks"`
 
 	// Caller turns.
 	Affirmatives   []string `yaml:"affirmatives"`
@@ -109,6 +121,30 @@ type File struct {
 	// PlainWords are harmless in a question: determiners, the words of
 	// now, politeness, address, lead-ins, prepositions.
 	PlainWords []string `yaml:"plain_words"`
+	// StatementWords are harmless in the sentence a question points back
+	// to, besides the plain words: the small words of a statement ("your
+	// balance *is* $120.50", "the appeal is *ready*").
+	StatementWords []string `yaml:"statement_words"`
+	// ModifierLinks join a noun to another that describes it ("la
+	// solicitud *de* apelación", "la factura *de* la luz"): up to two
+	// content words joined so to one of the objects describe it.
+	ModifierLinks []string `yaml:"modifier_links"`
+	// NotModifiers never fill a modifier or party slot: the words of
+	// time, order, addition and agency that change what a question
+	// proposes ("later", "tomorrow", "first", "also", "yourself").
+	NotModifiers []string `yaml:"not_modifiers"`
+	// PostnominalModifiers: up to two content words right after an object
+	// describe it ("il primo appuntamento libero", "la cita pendiente").
+	PostnominalModifiers bool `yaml:"postnominal_modifiers"`
+	// VerbFirstEndings: with verb_first_asks, the endings of the first
+	// person forms that ask leave ("presento", "procedemos"); another
+	// person ("¿Usted presenta ...?") does not.
+	VerbFirstEndings []string `yaml:"verb_first_endings"`
+	// VerbFirstWords are first person forms no ending gives (pt "dou").
+	VerbFirstWords []string `yaml:"verb_first_words"`
+	// PartyPrepositions open a phrase naming who the action involves, at
+	// the end of the proposal ("with the hygienist", "to the board").
+	PartyPrepositions []string `yaml:"party_prepositions"`
 	// FillerSentences are sentences that propose nothing ("thanks for
 	// waiting", "got it"): a question that points back passes over them.
 	FillerSentences []string `yaml:"filler_sentences"`
@@ -184,15 +220,17 @@ type Inflection struct {
 
 // Locale is one language's compiled rules. It is immutable.
 type Locale struct {
-	lang          string
-	name          string
-	maxPlainWords int
-	decimalComma  bool
-	ordinalDot    bool
-	abbreviations map[string]bool
-	keepAccents   map[string]string // NFC lower-case word → its kept token
-	elisions      []string
-	clitics       []clitic
+	lang                            string
+	name                            string
+	maxPlainWords                   int
+	decimalComma                    bool
+	ordinalDot                      bool
+	abbreviations                   map[string]bool
+	keepAccents                     map[string]string // NFC lower-case word → its kept token
+	keepFinalAccents, verbFirstAsks bool
+	compoundObjects, postnominal    bool
+	elisions                        []string
+	clitics                         []clitic
 
 	affirmatives, negationIdioms, negations, hedges, conditions, additions phraseList
 	questionWords, fillers, politeness, glue, requests, quantityWords      phraseList
@@ -202,11 +240,21 @@ type Locale struct {
 	governBefore                                                           bool
 
 	frames, tags, plainWords, fillerSentences, titles, recaps phraseList
-	ask, askVerbOnly                                          string
-	askArticles                                               map[string]string
-	askArticleEnds                                            []string
-	mixLangs                                                  []string
-	mix                                                       []*Locale
+	statementWords, partyPrepositions, modifierLinks          phraseList
+	verbFirstEndings                                          []string
+	verbFirstWords                                            map[string]bool
+	// functionWords are the words of the lists that keep a question
+	// from being plain (negations, conditions, ...), and of the links
+	// and prepositions that open a slot: none may fill a modifier or
+	// party slot.
+	functionWords map[string]bool
+	// notModifiers may fill no slot after an object or a verb.
+	notModifiers     map[string]bool
+	ask, askVerbOnly string
+	askArticles      map[string]string
+	askArticleEnds   []string
+	mixLangs         []string
+	mix              []*Locale
 
 	numberWords map[string]float64
 	inflection  Inflection
@@ -372,6 +420,12 @@ func (f *File) Validate(lang string) error {
 		"inflection.prefixes":           f.Inflection.Prefixes,
 		"inflection.noun_suffixes":      f.Inflection.NounSuffixes,
 		"frames":                        f.Frames,
+		"statement_words":               f.StatementWords,
+		"party_prepositions":            f.PartyPrepositions,
+		"modifier_links":                f.ModifierLinks,
+		"not_modifiers":                 f.NotModifiers,
+		"verb_first_endings":            f.VerbFirstEndings,
+		"verb_first_words":              f.VerbFirstWords,
 		"tags":                          f.Tags,
 		"plain_words":                   f.PlainWords,
 		"filler_sentences":              f.FillerSentences,
@@ -388,6 +442,8 @@ func (f *File) Validate(lang string) error {
 				bad(fmt.Sprintf("%s[%d]", key, i), "empty phrase")
 			case strings.HasPrefix(fp, "* ") || strings.HasSuffix(fp, " *") || fp == "*":
 				bad(fmt.Sprintf("%s[%d]", key, i), "%q: a phrase may not start or end with *", p)
+			case strings.HasPrefix(fp, "# ") || fp == "#":
+				bad(fmt.Sprintf("%s[%d]", key, i), "%q: a phrase may not start with #", p)
 			}
 			if j, dup := seen[fp]; dup {
 				bad(fmt.Sprintf("%s[%d]", key, i), "%q repeats %s[%d]", p, key, j)
@@ -448,6 +504,7 @@ func compileLocale(f *File) *Locale {
 	for _, a := range f.Abbreviations {
 		l.abbreviations[Fold(strings.TrimSuffix(strings.TrimSpace(a), "."))] = true
 	}
+	l.keepFinalAccents, l.verbFirstAsks, l.compoundObjects = f.KeepFinalAccents, f.VerbFirstAsks, f.CompoundObjects
 	l.keepAccents = map[string]string{}
 	for _, w := range f.KeepAccents {
 		w = strings.ToLower(norm.NFC.String(strings.TrimSpace(w)))
@@ -494,6 +551,38 @@ func compileLocale(f *File) *Locale {
 	l.fillerSentences = c(f.FillerSentences)
 	l.titles = c(f.Titles)
 	l.recaps = c(f.Recaps)
+	l.statementWords = c(f.StatementWords)
+	l.partyPrepositions = c(f.PartyPrepositions)
+	l.modifierLinks = c(f.ModifierLinks)
+	l.postnominal = f.PostnominalModifiers
+	l.verbFirstWords = map[string]bool{}
+	for _, w := range f.VerbFirstWords {
+		l.verbFirstWords[l.fold(strings.TrimSpace(w))] = true
+	}
+	for _, e := range f.VerbFirstEndings {
+		l.verbFirstEndings = append(l.verbFirstEndings, Fold(strings.TrimSpace(e)))
+	}
+	l.notModifiers = map[string]bool{}
+	for _, p := range f.NotModifiers {
+		for _, w := range strings.Fields(l.fold(p)) {
+			for _, part := range l.splitWord(w) {
+				l.notModifiers[part] = true
+			}
+		}
+	}
+	l.functionWords = map[string]bool{}
+	for _, list := range [][]string{f.Negations, f.Hedges, f.Conditions, f.Additions, f.QuestionWords,
+		f.SideClauses, f.Alternatives, f.OpenQuestions, f.Conjunctions, f.Recaps, f.ModifierLinks, f.PartyPrepositions} {
+		for _, p := range list {
+			for _, w := range strings.Fields(l.fold(p)) {
+				for _, part := range l.splitWord(strings.Trim(w, ".,!?;:¿¡\"*~")) {
+					if part != "" {
+						l.functionWords[part] = true
+					}
+				}
+			}
+		}
+	}
 	l.ask, l.askVerbOnly = strings.TrimSpace(f.Ask), strings.TrimSpace(f.AskVerbOnly)
 	l.askArticles = map[string]string{}
 	for k, v := range f.AskArticles {

@@ -13,6 +13,7 @@ type element struct {
 	forms  map[string]bool // any of these words (inflected verbs); nil otherwise
 	prefix bool            // "confirm~" matches confirm, confirms, confirmation
 	gap    bool            // "*": up to maxGap words
+	number bool            // "#": a number in figures ("ending in #")
 	// ends, when set, must also hold of the matched word in its tokens
 	// (a separated verb prefix ends its clause).
 	ends func(toks []string, i int) bool
@@ -20,6 +21,8 @@ type element struct {
 
 func (e element) matches(tok string) bool {
 	switch {
+	case e.number:
+		return tok != "" && tok[0] >= '0' && tok[0] <= '9'
 	case e.forms != nil:
 		return e.forms[tok]
 	case e.prefix:
@@ -48,6 +51,8 @@ func compilePhrase(l *Locale, src string) *phrase {
 		switch {
 		case w == "*":
 			p.elems = append(p.elems, element{gap: true})
+		case w == "#":
+			p.elems = append(p.elems, element{number: true})
 		case strings.HasSuffix(w, "~") && len(w) > 1:
 			p.elems = append(p.elems, element{word: strings.TrimSuffix(w, "~"), prefix: true})
 		default:

@@ -88,18 +88,22 @@ type role uint8
 
 const (
 	// unexplained: no rule explains the word; the question is not plain.
-	unexplained role = iota
-	roleFrame        // asks the caller's leave ("shall I", "do you want me to")
-	roleTag          // a confirming tag after the proposal ("okay?", "is that right")
-	roleVerb         // this action's verb
-	roleObject       // this action's object, or a noun its verb makes
-	roleProceed      // a generic proceed phrase ("go ahead", "proceed with")
-	roleConfirm      // a confirm verb governing an object ("confirm the booking")
-	roleBack         // points back ("do that", "sound good")
-	roleValue        // a value that is one of the call's arguments
-	roleArg          // the words of one of the call's string arguments
-	roleName         // a name after a title ("Dr. Patel")
-	rolePlain        // a harmless word ("now", "your", "please")
+	unexplained   role = iota
+	roleFrame          // asks the caller's leave ("shall I", "do you want me to")
+	roleTag            // a confirming tag after the proposal ("okay?", "is that right")
+	roleVerb           // this action's verb
+	roleObject         // this action's object, or a noun its verb makes
+	roleProceed        // a generic proceed phrase ("go ahead", "proceed with")
+	roleConfirm        // a confirm verb governing an object ("confirm the booking")
+	roleBack           // points back ("do that", "sound good")
+	roleValue          // a value that is one of the call's arguments
+	roleArg            // the words of one of the call's string arguments
+	roleName           // a name after a title ("Dr. Patel")
+	rolePlain          // a harmless word ("now", "your", "please")
+	roleStatement      // a small word of a statement ("is", "ready")
+	roleOther          // another tool's object, as what this verb acts on
+	roleModifier       // a word before an object ("your physio appointment")
+	roleParty          // who the action involves ("with the hygienist")
 )
 
 // reading is how a sentence reads as a proposal: what explains each of its
@@ -124,7 +128,11 @@ type reading struct {
 // its string arguments, then the locale's frames, tags, proceed and
 // confirm phrases, back references and plain words, and names after
 // titles. What is left is unexplained.
-func (l *Locale) read(s Sentence, tool Tool, args []Argument) reading {
+//
+// statement: s is the sentence a question points back to, where the small
+// words of a statement ("your balance is $120.50", "the appeal is ready")
+// are explained too.
+func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) reading {
 	toks := s.Tokens
 	r := reading{s: s, roles: make([]role, len(toks)), firstVerb: -1, lastVerb: -1}
 	mark := func(k int, ro role) {
@@ -134,12 +142,30 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument) reading {
 	}
 	a := tool.Action
 	mine, _ := ownVerbs(a.verbs.find(toks), tool.Others, toks)
+	// A word that is both a verb form and an object ("pago": I pay, the
+	// payment) is the object after a proceed or confirm phrase ("¿Procedo
+	// con el pago?").
+	objectAt := map[int]bool{}
+	govFrom := len(toks)
+	for _, sp := range append(l.proceed.find(toks), l.confirmVerbs.find(toks)...) {
+		govFrom = min(govFrom, sp.start)
+	}
+	if govFrom < len(toks) {
+		for _, sp := range a.objects.find(toks) {
+			for _, p := range positions(sp.p.elems, toks, sp.start) {
+				objectAt[p] = p > govFrom
+			}
+		}
+	}
 	r.sharedOnly = len(mine) > 0
 	for _, sp := range mine {
 		if !a.sharedVerbs[sp.p.src] {
 			r.sharedOnly = false
 		}
 		for _, p := range positions(sp.p.elems, toks, sp.start) {
+			if objectAt[p] {
+				continue
+			}
 			mark(p, roleVerb)
 			if r.firstVerb < 0 || p < r.firstVerb {
 				r.firstVerb = p
@@ -150,6 +176,18 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument) reading {
 	for _, sp := range a.objects.find(toks) {
 		for _, p := range positions(sp.p.elems, toks, sp.start) {
 			mark(p, roleObject)
+		}
+	}
+	if l.compoundObjects {
+		// "Zahnarzttermin": a compound ending in an object names it.
+		for k, tok := range toks {
+			switch {
+			case r.roles[k] != unexplained:
+			case a.endsInObject(tok):
+				r.roles[k] = roleObject
+			case tool.Others != nil && tool.Others.endsInObject(tok):
+				r.roles[k] = roleOther
+			}
 		}
 	}
 	// A value wholly inside a plain phrase is a word of it ("that one").
@@ -190,19 +228,50 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument) reading {
 			}
 		}
 	}
-	for _, k := range []struct {
-		pl *phraseList
-		ro role
-	}{{&l.frames, roleFrame}, {&l.tags, roleTag}, {&l.proceed, roleProceed}, {&l.confirmVerbs, roleConfirm}, {&l.backReferences, roleBack}} {
-		for _, sp := range k.pl.find(toks) {
-			for p := sp.start; p < sp.end; p++ {
-				mark(p, k.ro)
+	if tool.Others != nil {
+		for _, pl := range []*phraseList{&tool.Others.objects, &tool.Others.shared} {
+			for _, sp := range pl.find(toks) {
+				for _, p := range positions(sp.p.elems, toks, sp.start) {
+					mark(p, roleOther)
+				}
 			}
 		}
 	}
-	for _, sp := range plain {
-		for p := sp.start; p < sp.end; p++ {
-			mark(p, rolePlain)
+	// A phrase explains the words it takes, not what a gap in it stands
+	// for ("do you * want me to").
+	markSpans := func(spans []span, ro role) {
+		for _, sp := range spans {
+			for _, p := range positions(sp.p.elems, toks, sp.start) {
+				mark(p, ro)
+			}
+		}
+	}
+	markSpans(l.frames.find(toks), roleFrame)
+	markSpans(l.proceed.find(toks), roleProceed)
+	markSpans(l.confirmVerbs.find(toks), roleConfirm)
+	markSpans(l.backReferences.find(toks), roleBack)
+	markSpans(plain, rolePlain)
+	if statement {
+		markSpans(l.statementWords.find(toks), roleStatement)
+		markSpans(l.recaps.find(toks), roleStatement)
+	}
+	// A tag confirms what stands before it: it explains its words only
+	// at the end of the sentence, with nothing after it but plain words
+	// and other tags ("La presento ahora, ¿no?", never "¿No quiere ...?").
+	tags := l.tags.find(toks)
+	for k := len(tags) - 1; k >= 0; k-- {
+		sp := tags[k]
+		end := true
+		for p := sp.end; p < len(toks); p++ {
+			if ro := r.roles[p]; ro != roleTag && ro != rolePlain {
+				end = false
+				break
+			}
+		}
+		if end {
+			for p := sp.start; p < sp.end; p++ {
+				mark(p, roleTag)
+			}
 		}
 	}
 	for _, sp := range l.titles.find(toks) {
@@ -213,6 +282,7 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument) reading {
 			r.roles[sp.end] = roleName
 		}
 	}
+	l.slots(&r, tool)
 	// A stray value's words stay unexplained even where a plain word
 	// would cover them.
 	for _, h := range r.strays {
@@ -257,14 +327,236 @@ func (r *reading) has(ro role) bool { return slices.Contains(r.roles, ro) }
 // asksLeave reports whether the action's verb stands as what the agent
 // asks leave to do: a frame before it ("shall I submit") or a tag after
 // it ("I'll submit it now, okay?").
-func (r *reading) asksLeave() bool {
+//
+// verbFirst, when not nil, tells the first-person verb forms of a locale
+// that asks leave with the verb first ("¿Le envío la apelación?"): in a
+// question, such a verb with only explained words before it asks leave.
+func (r *reading) asksLeave(verbFirst func(string) bool) bool {
 	if r.firstVerb < 0 {
 		return true
 	}
 	for k, ro := range r.roles {
-		if (ro == roleFrame && k < r.firstVerb) || (ro == roleTag && k > r.lastVerb) {
+		// A frame before the verb, or the subject right after it where
+		// the verb comes first ("Reiche ich den Widerspruch ein?", "Dien
+		// ik het bezwaar in?"), or a tag after it.
+		if (ro == roleFrame && k <= r.firstVerb+1) || ((ro == roleTag || ro == roleBack) && k > r.lastVerb) {
+			return true
+		}
+	}
+	if verbFirst != nil && r.s.Marked && verbFirst(r.s.Tokens[r.firstVerb]) {
+		for _, ro := range r.roles[:r.firstVerb] {
+			if ro == unexplained {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// firstPerson reports whether a verb form ends as the locale's first
+// person forms do (verb_first_endings), so that, first in a question, it
+// asks leave.
+func (l *Locale) firstPerson(tok string) bool {
+	if l.verbFirstWords[tok] {
+		return true
+	}
+	for _, e := range l.verbFirstEndings {
+		if strings.HasSuffix(tok, e) {
 			return true
 		}
 	}
 	return false
+}
+
+// maxSlot is how many words a modifier or party slot takes.
+const maxSlot = 2
+
+// slots explains the few words that describe what the action acts on or
+// who it involves, where no list can hold them: up to maxSlot content
+// words right before an object, after a determiner ("your physio
+// appointment", "the Friday visit"), and up to maxSlot after a party
+// preposition and a determiner at the end of the sentence ("with the
+// hygienist"). A content word is none of the locale's function words
+// (negations, conditions, hedges, additions, question words, side
+// clauses, alternatives, open questions, conjunctions, recaps), no number
+// and no tool's verb: those keep the question from being plain wherever
+// they stand.
+func (l *Locale) slots(r *reading, tool Tool) {
+	toks := r.s.Tokens
+	n := len(toks)
+	// Another tool's verb may stand in a slot as the noun it also is
+	// ("the ambulance charge"), never this tool's.
+	content := func(k int) bool {
+		return r.roles[k] == unexplained && l.contentWord(toks[k], tool.Action)
+	}
+	// Words of time, order and addition may describe an object before
+	// it ("the first available slot"), never after it or the verb
+	// ("¿Presento la apelación mañana?").
+	timeless := func(i, j int) bool {
+		for k := i; k < j; k++ {
+			if l.notModifiers[toks[k]] {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i < n; {
+		if !content(i) {
+			i++
+			continue
+		}
+		j := i
+		for j < n && content(j) {
+			j++
+		}
+		run := j - i
+		nominal := true
+		for k := i; k < j; k++ {
+			if tool.Others != nil && tool.Others.words[toks[k]] {
+				nominal = false
+			}
+		}
+		switch {
+		case run > maxSlot:
+		case j < n && (r.roles[j] == roleObject || r.roles[j] == roleOther) &&
+			i > 0 && (r.roles[i-1] == rolePlain || r.roles[i-1] == roleValue || r.roles[i-1] == roleName):
+			// "your physio appointment", "the Friday visit".
+			mark(r, i, j, roleModifier)
+		case !timeless(i, j):
+		case l.postnominal && i > 0 && (r.roles[i-1] == roleObject || r.roles[i-1] == roleOther):
+			// "il primo appuntamento libero".
+			mark(r, i, j, roleModifier)
+		case l.linkedTo(r, j, +1) || l.linkedTo(r, i-1, -1):
+			// "la solicitud de apelación", "la factura de la luz",
+			// "den Widerspruch gegen den Bescheid".
+			mark(r, i, j, roleModifier)
+		case nominal && l.partyBefore(r, i) && l.endsProposal(r, j):
+			// "with the hygienist", "an die Behörde".
+			mark(r, i, j, roleParty)
+		}
+		i = j
+	}
+}
+
+// mark gives toks [i, j) of r role ro.
+func mark(r *reading, i, j int, ro role) {
+	for k := i; k < j; k++ {
+		r.roles[k] = ro
+	}
+}
+
+// linkedTo reports whether, from toks[k] on in direction dir, a modifier
+// link ("de") and then, past plain words, one of the objects stand: the
+// words next to it describe that object ("solicitud| de apelación",
+// "factura de la| luz").
+//
+// The link's own words are explained with the modifier.
+func (l *Locale) linkedTo(r *reading, k int, dir int) bool {
+	toks := r.s.Tokens
+	if k < 0 || k >= len(toks) || l.modifierLinks.empty() {
+		return false
+	}
+	// The link may stand apart by plain words ("gegen *den* Bescheid").
+	linkable := func(p int) bool { return r.roles[p] == unexplained || r.roles[p] == rolePlain }
+	markLink := func(sp span) {
+		for p := sp.start; p < sp.end; p++ {
+			if r.roles[p] == unexplained {
+				r.roles[p] = roleModifier
+			}
+		}
+	}
+	if dir > 0 {
+		for p := k; p < len(toks) && linkable(p); p++ {
+			sp, ok := l.modifierLinks.startsWith(toks[p:])
+			if !ok {
+				if r.roles[p] != rolePlain {
+					return false
+				}
+				continue
+			}
+			sp.start, sp.end = sp.start+p, sp.end+p
+			for q := sp.end; q < len(toks); q++ {
+				switch r.roles[q] {
+				case roleObject, roleOther:
+					markLink(sp)
+					return true
+				case rolePlain:
+					continue
+				}
+				return false
+			}
+			return false
+		}
+		return false
+	}
+	// Backwards: past plain words, a link ending there, then, past plain
+	// words and values, an object.
+	for end := k; end >= 0 && linkable(end); end-- {
+		for _, sp := range l.modifierLinks.find(toks[:end+1]) {
+			if sp.end != end+1 {
+				continue
+			}
+		back:
+			for p := sp.start - 1; p >= 0; p-- {
+				switch r.roles[p] {
+				case roleObject, roleOther:
+					markLink(sp)
+					return true
+				case rolePlain, roleValue:
+				default:
+					break back
+				}
+			}
+		}
+		if r.roles[end] != rolePlain {
+			break
+		}
+	}
+	return false
+}
+
+// partyBefore reports whether a party preposition, and past it only
+// plain words, stand right before toks[i] ("with the |hygienist", "para o
+// seu |e-mail"). The preposition's words are explained with the party.
+func (l *Locale) partyBefore(r *reading, i int) bool {
+	toks := r.s.Tokens
+	for _, sp := range l.partyPrepositions.find(toks[:i]) {
+		between := true
+		for k := sp.end; k < i; k++ {
+			if r.roles[k] != rolePlain {
+				between = false
+			}
+		}
+		if !between {
+			continue
+		}
+		for k := sp.start; k < sp.end; k++ {
+			if r.roles[k] == unexplained {
+				r.roles[k] = roleParty
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// endsProposal reports whether the slot ending before toks[j] ends there:
+// the sentence ends, or an explained word follows ("an die Behörde
+// übermitteln", "with the hygienist today").
+func (l *Locale) endsProposal(r *reading, j int) bool {
+	return j >= len(r.roles) || r.roles[j] != unexplained
+}
+
+// contentWord reports whether tok may stand in a modifier or party slot:
+// it is no function word of the locale, no number and none of this
+// action's words.
+func (l *Locale) contentWord(tok string, a *Action) bool {
+	if tok == "" || (tok[0] >= '0' && tok[0] <= '9') {
+		return false
+	}
+	if _, ok := l.ParseNumber(tok); ok {
+		return false
+	}
+	return !l.functionWords[tok] && !a.words[tok]
 }

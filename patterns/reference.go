@@ -440,7 +440,7 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args []Argument) propos
 	case RefNone:
 		return p.fail(ActionMismatch, "the question "+quoted+" does not name this action")
 	}
-	qr := l.read(q.Sentence, tool, args)
+	qr := l.read(q.Sentence, tool, args, false)
 	if fail, bad := l.notPlain(&qr, true); bad {
 		p.unexplained = fail.unexplained
 		return p.fail(fail.outcome, fail.detail)
@@ -472,7 +472,7 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args []Argument) propos
 		}
 		if i >= 0 {
 			s := t.Sentences[i]
-			pr := l.read(s, tool, args)
+			pr := l.read(s, tool, args, true)
 			if fail, bad := l.notPlain(&pr, false); bad {
 				p.unexplained = fail.unexplained
 				return p.fail(fail.outcome, "the question "+quoted+" points back to "+strconv.Quote(s.Raw)+": "+fail.detail)
@@ -488,7 +488,7 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args []Argument) propos
 	// is $120.50. Shall I pay it?". It too must be plain.
 	if i := l.previousContent(t, from, tool); i >= 0 {
 		s := t.Sentences[i]
-		vr := l.read(s, tool, args)
+		vr := l.read(s, tool, args, true)
 		if len(vr.values) > 0 || len(vr.strays) > 0 {
 			if _, bad := l.notPlain(&vr, false); !bad {
 				p.stated = append(p.stated, s)
@@ -503,27 +503,28 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args []Argument) propos
 // leave to do.
 func (l *Locale) notPlain(r *reading, asking bool) (proposed, bool) {
 	var p proposed
-	if l.frames.empty() {
-		return p, false // TRANSITION: locales without frames are not judged for plainness yet
-	}
 	if words := r.unexplainedWords(); len(words) > 0 {
 		p.unexplained = words
-		return p.fail(QuestionNotPlain, "not a plain question about this action: "+quoteList(words)+" "+explainNot(len(words))), true
+		return p.fail(QuestionNotPlain, quoteList(words)+" "+explainNot(len(words))), true
 	}
 	if len(r.strays) > 0 {
 		return p.fail(ArgumentMismatch, "it states "+strconv.Quote(r.strays[0].text)+", which is none of the call's arguments"), true
 	}
-	if asking && !r.asksLeave() {
-		return p.fail(QuestionNotPlain, "it names the action without asking leave to do it (\"shall I\", \"do you want me to\")"), true
+	var verbFirst func(string) bool
+	if l.verbFirstAsks {
+		verbFirst = l.firstPerson
+	}
+	if asking && !r.asksLeave(verbFirst) {
+		return p.fail(QuestionNotPlain, "it names the action without asking leave to do it (as \"shall I\" or \"do you want me to\" asks)"), true
 	}
 	return p, false
 }
 
 func explainNot(n int) string {
 	if n == 1 {
-		return "is not part of asking to do it"
+		return "is not part of asking leave for this action"
 	}
-	return "are not part of asking to do it"
+	return "are not part of asking leave for this action"
 }
 
 func quoteList(ws []string) string {
@@ -536,20 +537,36 @@ func quoteList(ws []string) string {
 
 // pointedTo finds the sentence a question at index qi points back to:
 // the nearest sentence before it that is neither filler ("Thanks for
-// waiting.") nor a recap of something done ("I've cancelled the old
+// waiting.") nor a recap of another action done ("I've cancelled the old
 // one."). It returns -1 when there is none, and how that sentence refers
 // to the action.
+//
+// With none before it, a sentence after it may say what it means:
+// "Möchten Sie, dass ich das in die Wege leite? Ich würde den Widerspruch
+// dann einreichen."
 func (l *Locale) pointedTo(t Text, qi int, tool Tool) (int, RefKind) {
-	for i := qi - 1; i >= 0; i-- {
+	try := func(i int) (RefKind, bool) {
 		s := t.Sentences[i]
 		if l.filler(s) {
-			continue
+			return RefNone, false
 		}
 		ref := l.Refers(s, tool.Action, tool.Others)
-		if l.recap(s) && ref.Kind != RefNone {
-			continue
+		if ref.Kind == RefOther && l.recap(s) {
+			// "I've cancelled your old appointment. Shall I go ahead?":
+			// what is done is not what the question proposes.
+			return RefNone, false
 		}
-		return i, ref.Kind
+		return ref.Kind, true
+	}
+	for i := qi - 1; i >= 0; i-- {
+		if k, ok := try(i); ok {
+			return i, k
+		}
+	}
+	for i := qi + 1; i < len(t.Sentences); i++ {
+		if k, ok := try(i); ok {
+			return i, k
+		}
 	}
 	return -1, RefNone
 }

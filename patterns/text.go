@@ -344,13 +344,23 @@ func dropSpace(r rune) rune {
 	return r
 }
 
+// isAccentedVowel reports whether r is a vowel with an acute or grave
+// accent: "presentó" (did submit) is not "presento" (I submit).
+func isAccentedVowel(r rune) bool {
+	switch r {
+	case 'á', 'é', 'í', 'ó', 'ú', 'à', 'è', 'ì', 'ò', 'ù':
+		return true
+	}
+	return false
+}
+
 // keptToken is how a word of keep_accents stands after folding: its
 // folded form and a mark no text holds, so "sí" never equals "si".
 func keptToken(w string) string { return Fold(w) + "\u02b9" }
 
 // fold folds s, keeping the words of keep_accents apart.
 func (l *Locale) fold(s string) string {
-	if l == nil || len(l.keepAccents) == 0 {
+	if l == nil || (len(l.keepAccents) == 0 && !l.keepFinalAccents) {
 		return Fold(s)
 	}
 	rs := []rune(norm.NFC.String(s))
@@ -368,6 +378,8 @@ func (l *Locale) fold(s string) string {
 		w := string(rs[i:j])
 		if k, ok := l.keepAccents[strings.ToLower(w)]; ok {
 			b.WriteString(k)
+		} else if l.keepFinalAccents && j-i >= 3 && isAccentedVowel(unicode.ToLower(rs[j-1])) {
+			b.WriteString(keptToken(strings.ToLower(w)))
 		} else {
 			b.WriteString(w)
 		}
