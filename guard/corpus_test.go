@@ -55,7 +55,7 @@ type corpusTurn struct {
 
 // TestCorpus runs every language's judged dialogues through the real guard
 // and prints, per language, its false accepts (must be 0) and false
-// refusals of genuine plain yeses (must be under 3%).
+// refusals of genuine plain yeses (at most 2%).
 func TestCorpus(t *testing.T) {
 	forEachCorpus(t, "testdata/corpus", true, runCorpus)
 }
@@ -99,10 +99,14 @@ func runCorpus(t *testing.T, path string, locs *patterns.Set) {
 	for _, f := range failures {
 		t.Log(f)
 	}
-	if falseAccepts > 0 || rate >= 3 || wrongReason > 0 {
+	if falseAccepts > 0 || rate > maxRefusalRate || wrongReason > 0 {
 		t.Error(summary)
 	}
 }
+
+// maxRefusalRate is the highest share, in percent, of genuine plain yeses
+// a corpus, the held-out set or the metamorphic suite may refuse.
+const maxRefusalRate = 2.0
 
 // tally counts how a file's dialogues came out.
 type tally struct {
@@ -243,14 +247,24 @@ func playDialogue(t *testing.T, g *Guard, store *transcript.Store, call, lang st
 		err error
 	}
 	ch := make(chan res, 1)
+	before := gaugeValue(g.cfg.Metrics.ChecksInFlight)
 	go func() {
 		r, err := g.Check(context.Background(), req)
 		ch <- res{r, err}
 	}()
-	time.Sleep(20 * time.Millisecond) // the transcript lags the tool call
+	// The transcript lags the tool call: the last turn lands once the
+	// Check is under way.
+	waitFor(t, func() bool { return gaugeValue(g.cfg.Metrics.ChecksInFlight) > before })
 	if err := apply(*late); err != nil {
 		return nil, err
 	}
 	out := <-ch
+	if out.err == nil && late.Caller != "" {
+		// The Check must have judged the turn that landed after it, not
+		// the caller's words before it.
+		if got := out.r.GetEvidence().GetAnswer().GetText(); got != "" && !strings.Contains(got, late.Caller) {
+			t.Errorf("race %q: judged the caller's turn %q, not the one that landed during the Check (%q)", d.Name, got, late.Caller)
+		}
+	}
 	return out.r, out.err
 }

@@ -87,6 +87,16 @@ func TestRules(t *testing.T) {
 		{"a question about the past asks for no action", []line{agent("Have you already submitted an appeal for this claim?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NO_QUESTION},
 		{"an abbreviation does not end the question", []line{agent("Would you like me to book you with Dr. Patel on Tuesday at 3?"), caller("Yes, Tuesday at 3 is great.")}, "book_appointment", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
 		{"p.m. does not end the question", []line{agent("Shall I book it for 3 p.m. on Tuesday?"), caller("Yes.")}, "book_appointment", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"shared verb with this tool's object", []line{agent("Shall I cancel your subscription?"), caller("Yes.")}, "cancel_subscription", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"shared verb without an object", []line{agent("Shall I cancel it?"), caller("Yes.")}, "cancel_subscription", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"shared verb with the other tool's object", []line{agent("Shall I cancel your subscription?"), caller("Yes.")}, "cancel_appointment", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"shared verb, the object in the sentence before", []line{agent("I can see your yearly plan. Shall I cancel it?"), caller("Yes.")}, "cancel_subscription", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"reservation is a noun of book, not cancelling", []line{caller("Yes, please cancel the reservation.")}, "book_appointment", nil, refuse, yesguardv1.Reason_REASON_NO_QUESTION},
+		{"a question about a state asks nothing", []line{agent("Is the appeal submitted?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN},
+		{"would you mind: a yes means no", []line{agent("Would you mind if I submitted the appeal?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN},
+		{"unlisted tool joining two actions", []line{agent("Shall I submit your appeal?"), caller("Yes.")}, "submit_appeal_and_close_account", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"recap of another action done, then go ahead", []line{agent("I've cancelled your old appointment. I can book the new appointment for you. Shall I go ahead?"), caller("Yes.")}, "book_appointment", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"recap of another action done, the proposal is another again", []line{agent("I've booked Tuesday for you. I can also cancel the Monday one. Shall I go ahead?"), caller("Yes.")}, "book_appointment", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
 		{"tool that needs no confirmation", []line{agent("Let me look that up.")}, "lookup_order", nil, allow, yesguardv1.Reason_REASON_NOT_REQUIRED},
 	}
 	h := newHarness(t, "testdata/policy.yaml")

@@ -222,10 +222,10 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// warnSharedObjects logs each object two confirmed tools share: allowed,
+// warnSharedObjects logs each object and verb two confirmed tools share: allowed,
 // but it makes questions about it refused for both.
 func warnSharedObjects(log *zap.Logger, p *guard.Policy) {
-	for _, w := range p.SharedObjects() {
+	for _, w := range p.Warnings() {
 		log.Warn("policy: " + w)
 	}
 }
