@@ -129,6 +129,23 @@ func TestAgentFillerWithOwnResponseIDDoesNotCount(t *testing.T) {
 	want(t, h.check("c2", "submit_appeal", nil, respID("r9")), refuse, yesguardv1.Reason_REASON_AGENT_SPOKE_AFTER)
 }
 
+// A tool call sent together with its question carries the question's
+// response id: that speech is the question, not filler, so the Check waits
+// for the answer to it instead of judging the yes before it.
+func TestOwnResponseThatAsksIsTheQuestion(t *testing.T) {
+	h := longWait(t)
+	h.say("c", transcript.Agent, "Shall I book you in for the appointment?", withResponse("r0"))
+	h.say("c", transcript.Caller, "Yes.")
+	h.say("c", transcript.Agent, "Shall I submit the appeal as well?", withResponse("r1"))
+	got := checkAsync(t, h, "c", respID("r1"))
+	h.say("c", transcript.Caller, "No, not yet.")
+	resp := <-got
+	want(t, resp, refuse, yesguardv1.Reason_REASON_NEGATED)
+	if resp.GetEvidence().GetAnswer().GetText() != "No, not yet." {
+		t.Fatalf("judged %q, want the answer to the question sent with the call", resp.GetEvidence().GetAnswer().GetText())
+	}
+}
+
 func TestUnknownCallAndOtherCalls(t *testing.T) {
 	h := newHarness(t, "testdata/policy.yaml")
 	want(t, h.check("nobody", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_UNKNOWN_CALL)

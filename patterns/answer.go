@@ -96,7 +96,7 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 		{"condition", func(x *Locale) *phraseList { return &x.conditions }},
 		{"addition", func(x *Locale) *phraseList { return &x.additions }},
 	} {
-		for _, s := range l.findMixed(k.list, toks) {
+		for _, s := range k.list(l).find(toks) {
 			if overlapsCovered(s) {
 				continue
 			}
@@ -167,7 +167,7 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 			cover(s)
 		}
 	}
-	for _, m := range l.mix {
+	if m := l.mixView; m != nil {
 		for _, pl := range []*phraseList{&m.fillers, &m.politeness} {
 			for _, s := range pl.find(toks) {
 				cover(s)
@@ -227,10 +227,11 @@ func (l *Locale) followsVerb(toks []string, i int, a *Action, verbSpans []span, 
 }
 
 // findMixed finds a list's phrases in toks: the locale's, then those of
-// each language it mixes in (sel picks the list of a locale).
+// the languages it mixes in (sel picks the list of a locale's own or
+// mixed lists).
 func (l *Locale) findMixed(sel func(*Locale) *phraseList, toks []string) []span {
 	out := sel(l).find(toks)
-	for _, m := range l.mix {
+	if m := l.mixView; m != nil {
 		out = append(out, sel(m).find(toks)...)
 	}
 	return out

@@ -165,8 +165,10 @@ type File struct {
 	AskArticles map[string]string `yaml:"ask_articles"`
 	// Mix lists languages whose yes words callers mix into this one
 	// ("vale, okay, do it"): their affirmatives, fillers and politeness
-	// count in a plain yes, and their negations, hedges and conditions
-	// refuse as this language's do.
+	// count in a plain yes, and their negations refuse as this language's
+	// do. Their hedges and conditions are not read (they share words with
+	// this language: en "also" is de "so"); a word of them is no word of
+	// a yes, and still refuses.
 	Mix []string `yaml:"mix"`
 
 	// Inflection turns a policy's verbs and objects into the forms a
@@ -254,7 +256,13 @@ type Locale struct {
 	askArticles      map[string]string
 	askArticleEnds   []string
 	mixLangs         []string
-	mix              []*Locale
+	// mixView holds, compiled for this locale, the yes words of the
+	// languages it mixes in that are no words of its own (see Mix), in
+	// its negation_idioms, negations, affirmatives, fillers and
+	// politeness; nil when it mixes nothing in.
+	mixView *Locale
+	// file is the locale as written, for the locales that mix it in.
+	file *File
 
 	numberWords map[string]float64
 	inflection  Inflection
@@ -355,7 +363,7 @@ func compileSet(files map[string]rawFile) (*Set, error) {
 				errs = append(errs, fmt.Errorf("%s: mix: no locale for %q", files[lang].name, m))
 				continue
 			}
-			l.mix = append(l.mix, ml)
+			l.mixIn(ml.file)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -520,6 +528,7 @@ func compileLocale(f *File) *Locale {
 	for w, v := range f.NumberWords {
 		l.numberWords[Fold(strings.TrimSpace(w))] = v
 	}
+	l.file = f
 	c := func(srcs []string) phraseList { return compileList(l, srcs) }
 	l.affirmatives = c(f.Affirmatives)
 	l.negationIdioms = c(f.NegationIdioms)
@@ -593,6 +602,67 @@ func compileLocale(f *File) *Locale {
 		l.mixLangs = append(l.mixLangs, strings.TrimSpace(m))
 	}
 	return l
+}
+
+// mixIn adds the yes words of f's language to l's mixed lists, leaving
+// out each phrase whose every word is a word of l's own lists: en "no" is
+// pt "no" (in the), which pt judges by its own rules.
+func (l *Locale) mixIn(f *File) {
+	own := map[string]bool{}
+	for _, list := range l.file.lists() {
+		for _, p := range list {
+			for _, w := range l.phraseWords(p) {
+				own[w] = true
+			}
+		}
+	}
+	add := func(pl *phraseList, srcs []string) {
+		for _, src := range srcs {
+			ws := l.phraseWords(src)
+			foreign := false
+			for _, w := range ws {
+				foreign = foreign || !own[w]
+			}
+			if foreign {
+				pl.add(compilePhrase(l, src))
+			}
+		}
+	}
+	if l.mixView == nil {
+		l.mixView = &Locale{lang: l.lang}
+	}
+	m := l.mixView
+	add(&m.negationIdioms, f.NegationIdioms)
+	add(&m.negations, f.Negations)
+	add(&m.affirmatives, f.Affirmatives)
+	add(&m.fillers, f.Fillers)
+	add(&m.politeness, f.Politeness)
+}
+
+// phraseWords returns the folded words of a phrase as written, without
+// its "*" and "#".
+func (l *Locale) phraseWords(src string) []string {
+	var out []string
+	for _, w := range strings.Fields(l.fold(src)) {
+		if w == "*" || w == "#" {
+			continue
+		}
+		for _, part := range l.splitWord(strings.Trim(w, ".,!?;:¿¡\"~")) {
+			if part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+// lists returns every phrase list of the file.
+func (f *File) lists() [][]string {
+	return [][]string{f.Affirmatives, f.NegationIdioms, f.Negations, f.Hedges, f.Conditions, f.Additions,
+		f.QuestionWords, f.Fillers, f.Politeness, f.Glue, f.Requests, f.Particles, f.QuantityWords,
+		f.ConfirmRequests, f.QuestionStarts, f.Proceed, f.ConfirmVerbs, f.BackReferences, f.OpenQuestions,
+		f.SideClauses, f.Alternatives, f.Conjunctions, f.Prepositions, f.Frames, f.Tags, f.PlainWords,
+		f.StatementWords, f.PartyPrepositions, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers}
 }
 
 // Get returns the locale for a BCP-47 tag: "es-MX" falls back to "es". It
