@@ -385,14 +385,13 @@ const maxSlot = 2
 func (l *Locale) slots(r *reading, tool Tool) {
 	toks := r.s.Tokens
 	n := len(toks)
-	// Another tool's verb may stand in a slot as the noun it also is
-	// ("the ambulance charge"), never this tool's.
+	// This tool's own words never fill a slot.
 	content := func(k int) bool {
 		return r.roles[k] == unexplained && l.contentWord(toks[k], tool.Action)
 	}
-	// Words of time, order and addition may describe an object before
-	// it ("the first available slot"), never after it or the verb
-	// ("¿Presento la apelación mañana?").
+	// Words of time, order, addition and agency fill no slot: "the
+	// tomorrow appeal" or "¿Presento la apelación mañana?" changes what
+	// is proposed.
 	timeless := func(i, j int) bool {
 		for k := i; k < j; k++ {
 			if l.notModifiers[toks[k]] {
@@ -411,19 +410,24 @@ func (l *Locale) slots(r *reading, tool Tool) {
 			j++
 		}
 		run := j - i
+		// Another tool's verb may stand in a slot only as the head of a
+		// compound after a word that is none ("the ambulance charge"),
+		// never alone ("the cancel appeal") and never in a party slot.
 		nominal := true
 		for k := i; k < j; k++ {
 			if tool.Others != nil && tool.Others.words[toks[k]] {
 				nominal = false
+				if k == i {
+					run = maxSlot + 1 // no slot
+				}
 			}
 		}
 		switch {
-		case run > maxSlot:
+		case run > maxSlot || !timeless(i, j):
 		case j < n && (r.roles[j] == roleObject || r.roles[j] == roleOther) &&
 			i > 0 && (r.roles[i-1] == rolePlain || r.roles[i-1] == roleValue || r.roles[i-1] == roleName):
 			// "your physio appointment", "the Friday visit".
 			mark(r, i, j, roleModifier)
-		case !timeless(i, j):
 		case l.postnominal && i > 0 && (r.roles[i-1] == roleObject || r.roles[i-1] == roleOther):
 			// "il primo appuntamento libero".
 			mark(r, i, j, roleModifier)
