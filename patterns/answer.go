@@ -30,6 +30,7 @@ type Judgement struct {
 func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement {
 	var j Judgement
 	toks := t.Tokens()
+	var pbuf []int // the positions of one match at a time
 	covered := make([]bool, len(toks))
 	cover := func(s span) {
 		for i := s.start; i < s.end; i++ {
@@ -150,14 +151,16 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 		// it stands for: "reichen Sie ihn für meine Schwester ein" says
 		// more than yes.
 		for _, s := range verbSpans {
-			for _, p := range positions(s.p.elems, toks, s.start) {
+			pbuf, _ = appendPositions(pbuf[:0], s.p.elems, toks, s.start)
+			for _, p := range pbuf {
 				covered[p] = true
 			}
 			j.Verb = true
 			j.Matches = append(j.Matches, spanMatch("verb", toks, s))
 		}
 		for _, s := range a.objects.find(toks) {
-			for _, p := range positions(s.p.elems, toks, s.start) {
+			pbuf, _ = appendPositions(pbuf[:0], s.p.elems, toks, s.start)
+			for _, p := range pbuf {
 				covered[p] = true
 			}
 		}
@@ -202,9 +205,11 @@ const particleReach = 6
 // with nothing but glue, the action's words and words of the question
 // between ("boek de afspraak maar").
 func (l *Locale) followsVerb(toks []string, i int, a *Action, verbSpans []span, echo map[string]bool) bool {
+	var pbuf []int
 	verbAt := map[int]bool{}
 	for _, s := range verbSpans {
-		for _, p := range positions(s.p.elems, toks, s.start) {
+		pbuf, _ = appendPositions(pbuf[:0], s.p.elems, toks, s.start)
+		for _, p := range pbuf {
 			verbAt[p] = true
 		}
 	}

@@ -12,7 +12,17 @@ import (
 // is grammatical where articles agree with the noun ("den Termin", "die
 // Rechnung"). It returns "" when the locale has no template or the action
 // no verb.
+//
+// The action compiled by l holds its question already; AskFor writes it
+// only for an action of another locale.
 func (l *Locale) AskFor(a *Action) string {
+	if a != nil && a.askedIn == l {
+		return a.ask
+	}
+	return l.askFor(a)
+}
+
+func (l *Locale) askFor(a *Action) string {
 	if l == nil || a == nil || l.ask == "" || a.askVerb == "" {
 		return ""
 	}

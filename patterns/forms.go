@@ -179,6 +179,10 @@ type Action struct {
 	// askVerbHoldsObject: it names an object itself ("send a copy").
 	askVerb            string
 	askVerbHoldsObject bool
+	// ask is the plain question AskFor suggests, written once for the
+	// locale that compiled the action (askedIn).
+	ask     string
+	askedIn *Locale
 }
 
 // CompileAction compiles a tool's verbs and objects. Each verb matches its
@@ -237,6 +241,7 @@ func (l *Locale) CompileAction(verbs, objects []string, shared ...string) *Actio
 			}
 		}
 	}
+	a.ask, a.askedIn = l.askFor(a), l
 	return a
 }
 

@@ -102,9 +102,6 @@ type Verdict struct {
 	// Unexplained are the words that keep the question from being plain
 	// (QuestionNotPlain), as they stand in it.
 	Unexplained []string
-	// Ask is the plain question to ask instead, in the question's language
-	// (the answer's when nothing was asked); empty when it cannot be made.
-	Ask string
 	// StatesQuantity: the caller's turn states a quantity ("two more").
 	StatesQuantity bool
 }
@@ -127,7 +124,6 @@ func Judge(in Input) Verdict {
 		qText = qLoc.Parse(qTurn.Text)
 		q, v.Asked = qLoc.LastQuestion(qText)
 	}
-	v.Ask = qLoc.AskFor(qTool.Action)
 	var echo map[string]bool
 	if v.Asked {
 		echo = TokenSet(Text{Sentences: []Sentence{q.Sentence}})
@@ -153,7 +149,13 @@ func Judge(in Input) Verdict {
 		return v.with(p.outcome, p.detail)
 	}
 	if detail, ok := qLoc.boundStated(p.stated, in.Args, in.Bind); !ok {
-		return v.with(ArgumentMismatch, detail)
+		s, plain := qLoc.valuesBefore(qText, p.before, qTool, in.Args)
+		if !plain {
+			return v.with(ArgumentMismatch, detail)
+		}
+		if detail, ok := qLoc.boundStated(append(p.stated, s), in.Args, in.Bind); !ok {
+			return v.with(ArgumentMismatch, detail)
+		}
 	}
 	return v.with(Confirmed, "plain yes "+strconv.Quote(in.Answer.Text)+" to "+strconv.Quote(q.Sentence.Raw))
 }

@@ -97,26 +97,37 @@ func matchAt(elems []element, toks []string, i int) int {
 // by its words, leaving out what its gaps stand for; nil when it does not
 // match there. It finds the same match as matchAt.
 func positions(elems []element, toks []string, i int) []int {
+	ps, ok := appendPositions(make([]int, 0, len(elems)), elems, toks, i)
+	if !ok {
+		return nil
+	}
+	return ps
+}
+
+// appendPositions appends to dst what positions returns and reports
+// whether elems match at toks[i]; on false it returns dst as it was. A
+// caller that reuses dst across matches allocates once, not per word.
+func appendPositions(dst []int, elems []element, toks []string, i int) ([]int, bool) {
 	if len(elems) == 0 {
-		return []int{}
+		return dst, true
 	}
 	e := elems[0]
 	if e.gap {
 		for g := 0; g <= maxGap && i+g <= len(toks); g++ {
-			if ps := positions(elems[1:], toks, i+g); ps != nil {
-				return ps
+			if out, ok := appendPositions(dst, elems[1:], toks, i+g); ok {
+				return out, true
 			}
 		}
-		return nil
+		return dst, false
 	}
 	if i >= len(toks) || !e.matches(toks[i]) || (e.ends != nil && !e.ends(toks, i)) {
-		return nil
+		return dst, false
 	}
-	ps := positions(elems[1:], toks, i+1)
-	if ps == nil {
-		return nil
+	out, ok := appendPositions(append(dst, i), elems[1:], toks, i+1)
+	if !ok {
+		return dst, false
 	}
-	return append([]int{i}, ps...)
+	return out, true
 }
 
 // phraseList is a compiled list, indexed by the first word.

@@ -135,6 +135,7 @@ type reading struct {
 func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) reading {
 	toks := s.Tokens
 	r := reading{s: s, roles: make([]role, len(toks)), firstVerb: -1, lastVerb: -1}
+	pbuf := make([]int, 0, 8) // the positions of one match at a time
 	mark := func(k int, ro role) {
 		if r.roles[k] == unexplained {
 			r.roles[k] = ro
@@ -152,7 +153,8 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) re
 	}
 	if govFrom < len(toks) {
 		for _, sp := range a.objects.find(toks) {
-			for _, p := range positions(sp.p.elems, toks, sp.start) {
+			pbuf, _ = appendPositions(pbuf[:0], sp.p.elems, toks, sp.start)
+			for _, p := range pbuf {
 				objectAt[p] = p > govFrom
 			}
 		}
@@ -162,7 +164,8 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) re
 		if !a.sharedVerbs[sp.p.src] {
 			r.sharedOnly = false
 		}
-		for _, p := range positions(sp.p.elems, toks, sp.start) {
+		pbuf, _ = appendPositions(pbuf[:0], sp.p.elems, toks, sp.start)
+		for _, p := range pbuf {
 			if objectAt[p] {
 				continue
 			}
@@ -174,7 +177,8 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) re
 		}
 	}
 	for _, sp := range a.objects.find(toks) {
-		for _, p := range positions(sp.p.elems, toks, sp.start) {
+		pbuf, _ = appendPositions(pbuf[:0], sp.p.elems, toks, sp.start)
+		for _, p := range pbuf {
 			mark(p, roleObject)
 		}
 	}
@@ -231,7 +235,8 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) re
 	if tool.Others != nil {
 		for _, pl := range []*phraseList{&tool.Others.objects, &tool.Others.shared} {
 			for _, sp := range pl.find(toks) {
-				for _, p := range positions(sp.p.elems, toks, sp.start) {
+				pbuf, _ = appendPositions(pbuf[:0], sp.p.elems, toks, sp.start)
+				for _, p := range pbuf {
 					mark(p, roleOther)
 				}
 			}
@@ -241,7 +246,8 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) re
 	// for ("do you * want me to").
 	markSpans := func(spans []span, ro role) {
 		for _, sp := range spans {
-			for _, p := range positions(sp.p.elems, toks, sp.start) {
+			pbuf, _ = appendPositions(pbuf[:0], sp.p.elems, toks, sp.start)
+			for _, p := range pbuf {
 				mark(p, ro)
 			}
 		}

@@ -410,9 +410,11 @@ type proposed struct {
 	matches     []Match
 	unexplained []string
 	// stated are the sentences the bound values must be stated in: the
-	// question, the sentence it points back to, and the sentence of values
-	// before them.
+	// question and the sentence it points back to; before is the index of
+	// the sentence before them (-1: none), where they may be stated too
+	// (valuesBefore).
 	stated []Sentence
+	before int
 }
 
 func (p proposed) fail(o Outcome, detail string) proposed {
@@ -484,18 +486,26 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args []Argument) propos
 			from = i
 		}
 	}
-	// The values may be stated in the sentence just before: "Your balance
-	// is $120.50. Shall I pay it?". It too must be plain.
-	if i := l.previousContent(t, from, tool); i >= 0 {
-		s := t.Sentences[i]
-		vr := l.read(s, tool, args, true)
-		if len(vr.values) > 0 || len(vr.strays) > 0 {
-			if _, bad := l.notPlain(&vr, false); !bad {
-				p.stated = append(p.stated, s)
-			}
-		}
-	}
+	p.before = l.previousContent(t, from, tool)
 	return p
+}
+
+// valuesBefore returns the sentence before the proposal, at index i, when
+// a bound value may be stated there instead: "Your balance is $120.50.
+// Shall I pay it?". It must state values and be plain itself.
+func (l *Locale) valuesBefore(t Text, i int, tool Tool, args []Argument) (Sentence, bool) {
+	if i < 0 {
+		return Sentence{}, false
+	}
+	s := t.Sentences[i]
+	vr := l.read(s, tool, args, true)
+	if len(vr.values) == 0 && len(vr.strays) == 0 {
+		return Sentence{}, false
+	}
+	if _, bad := l.notPlain(&vr, false); bad {
+		return Sentence{}, false
+	}
+	return s, true
 }
 
 // notPlain judges a reading: its unexplained words, its stray values and,
