@@ -168,17 +168,24 @@ func judgeAll(t *testing.T, path string, c corpusFile, g *Guard, store *transcri
 // readCorpus reads a corpus file, rejecting unknown fields.
 func readCorpus(t *testing.T, path string) corpusFile {
 	t.Helper()
+	var c corpusFile
+	readYAMLStrict(t, path, &c)
+	return c
+}
+
+// readYAMLStrict decodes the YAML file at path into v, rejecting unknown
+// fields.
+func readYAMLStrict(t *testing.T, path string, v any) {
+	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c corpusFile
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
+	if err := dec.Decode(v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	return c
 }
 
 // corpusGuard builds a guard with its own store and book that judges
