@@ -121,7 +121,7 @@ func Judge(in Input) Verdict {
 	qTool := in.Answer.Tool
 	if qTurn != nil {
 		qLoc, qTool = qTurn.Locale, qTurn.Tool
-		qText = qLoc.Parse(qTurn.Text)
+		qText = qLoc.splitRunOn(qLoc.Parse(qTurn.Text))
 		q, v.Asked = qLoc.LastQuestion(qText)
 	}
 	var echo map[string]bool

@@ -51,6 +51,11 @@ type File struct {
 	// "presentó" (did submit) is not "presento" (I submit), it "inviò"
 	// not "invio". Lists must then write such words with their accent.
 	KeepFinalAccents bool `yaml:"keep_final_accents"`
+	// VerbSecond: the finite verb stands second in a statement (de, nl):
+	// "Dat zal ik nu indienen" states, so a run-on sentence is split at a
+	// question opener only after a clause of its own (a word of
+	// statement_words or recaps before it).
+	VerbSecond bool `yaml:"verb_second"`
 	// CompoundObjects: a word ending in one of a tool's objects names
 	// that object ("Zahnarzttermin", "tandartsafspraak").
 	CompoundObjects bool `yaml:"compound_objects"`
@@ -145,6 +150,16 @@ type File struct {
 	// PartyPrepositions open a phrase naming who the action involves, at
 	// the end of the proposal ("with the hygienist", "to the board").
 	PartyPrepositions []string `yaml:"party_prepositions"`
+	// PartyArticles are party prepositions that hold their article (es
+	// "al", de "beim", fr "au"): the party may follow them directly.
+	PartyArticles []string `yaml:"party_articles"`
+	// Pronouns point back to what the turn said before ("pay *it*", es
+	// "¿*Lo* pago?"): a bound value may then be stated in the sentence
+	// before. A pronoun right before an object or a value is its
+	// determiner ("pay *that* bill"). PronounEndings are the pronouns a
+	// verb form may end in (es "pagarlo", it "inviarla").
+	Pronouns       []string `yaml:"pronouns"`
+	PronounEndings []string `yaml:"pronoun_endings"`
 	// FillerSentences are sentences that propose nothing ("thanks for
 	// waiting", "got it"): a question that points back passes over them.
 	FillerSentences []string `yaml:"filler_sentences"`
@@ -231,6 +246,7 @@ type Locale struct {
 	keepAccents                     map[string]string // NFC lower-case word → its kept token
 	keepFinalAccents, verbFirstAsks bool
 	compoundObjects, postnominal    bool
+	verbSecond                      bool
 	elisions                        []string
 	clitics                         []clitic
 
@@ -243,6 +259,8 @@ type Locale struct {
 
 	frames, tags, plainWords, fillerSentences, titles, recaps phraseList
 	statementWords, partyPrepositions, modifierLinks          phraseList
+	partyArticles, pronouns                                   phraseList
+	pronounEndings                                            []string
 	verbFirstEndings                                          []string
 	verbFirstWords                                            map[string]bool
 	// functionWords are the words of the lists that keep a question
@@ -430,6 +448,9 @@ func (f *File) Validate(lang string) error {
 		"frames":                        f.Frames,
 		"statement_words":               f.StatementWords,
 		"party_prepositions":            f.PartyPrepositions,
+		"party_articles":                f.PartyArticles,
+		"pronouns":                      f.Pronouns,
+		"pronoun_endings":               f.PronounEndings,
 		"modifier_links":                f.ModifierLinks,
 		"not_modifiers":                 f.NotModifiers,
 		"verb_first_endings":            f.VerbFirstEndings,
@@ -562,7 +583,13 @@ func compileLocale(f *File) *Locale {
 	l.recaps = c(f.Recaps)
 	l.statementWords = c(f.StatementWords)
 	l.partyPrepositions = c(f.PartyPrepositions)
+	l.partyArticles = c(f.PartyArticles)
+	l.pronouns = c(f.Pronouns)
+	for _, e := range f.PronounEndings {
+		l.pronounEndings = append(l.pronounEndings, Fold(strings.TrimSpace(e)))
+	}
 	l.modifierLinks = c(f.ModifierLinks)
+	l.verbSecond = f.VerbSecond
 	l.postnominal = f.PostnominalModifiers
 	l.verbFirstWords = map[string]bool{}
 	for _, w := range f.VerbFirstWords {
@@ -662,7 +689,7 @@ func (f *File) lists() [][]string {
 		f.QuestionWords, f.Fillers, f.Politeness, f.Glue, f.Requests, f.Particles, f.QuantityWords,
 		f.ConfirmRequests, f.QuestionStarts, f.Proceed, f.ConfirmVerbs, f.BackReferences, f.OpenQuestions,
 		f.SideClauses, f.Alternatives, f.Conjunctions, f.Prepositions, f.Frames, f.Tags, f.PlainWords,
-		f.StatementWords, f.PartyPrepositions, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers}
+		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.Pronouns, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers}
 }
 
 // Get returns the locale for a BCP-47 tag: "es-MX" falls back to "es". It

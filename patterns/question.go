@@ -46,6 +46,95 @@ func (l *Locale) LastQuestion(t Text) (Question, bool) {
 	return Question{}, false
 }
 
+// splitRunOn splits each sentence of an agent's turn that has no question
+// mark at every question opener after its start (question_starts and
+// confirm_requests, taken left to right without overlap): a recogniser
+// writes "i've got everything for the appeal shall i submit it now" as one
+// sentence, and the question starts at "shall i". A sentence with a mark
+// is left as written.
+func (l *Locale) splitRunOn(t Text) Text {
+	var out *Text
+	for i, s := range t.Sentences {
+		cuts := l.openerCuts(s)
+		if len(cuts) == 0 {
+			if out != nil {
+				out.Sentences = append(out.Sentences, s)
+			}
+			continue
+		}
+		if out == nil {
+			out = &Text{Sentences: append(make([]Sentence, 0, len(t.Sentences)+len(cuts)), t.Sentences[:i]...)}
+		}
+		from := 0
+		for _, c := range append(cuts, len(s.Tokens)) {
+			part := Sentence{Tokens: s.Tokens[from:c:c], Raw: strings.Join(s.Tokens[from:c], " ")}
+			for _, b := range s.Breaks {
+				if b > from && b < c {
+					part.Breaks = append(part.Breaks, b-from)
+				}
+			}
+			out.Sentences = append(out.Sentences, part)
+			from = c
+		}
+	}
+	if out == nil {
+		return t
+	}
+	return *out
+}
+
+// openerCuts returns where, after its first word, question openers start
+// in an unmarked sentence.
+func (l *Locale) openerCuts(s Sentence) []int {
+	if s.Marked || len(s.Tokens) < 3 {
+		return nil
+	}
+	var cuts []int
+	end := 0
+	for k := 0; k < len(s.Tokens); k++ {
+		if k < end {
+			continue
+		}
+		best := l.questionStarts.bestAt(s.Tokens, k)
+		if cr := l.confirmRequests.bestAt(s.Tokens, k); cr.start >= 0 && (best.start < 0 || cr.end > best.end) {
+			best = cr
+		}
+		if best.start < 0 {
+			// A tag that opens no question is part of the proposal before
+			// it ("je peux l'annuler si vous voulez").
+			if tg := l.tags.bestAt(s.Tokens, k); tg.start >= 0 && tg.end-tg.start > 1 {
+				end = tg.end
+			}
+			continue
+		}
+		if k > 0 && (!l.verbSecond || l.clauseBefore(s.Tokens[cuts0(cuts):k])) {
+			cuts = append(cuts, k)
+		}
+		end = best.end
+	}
+	return cuts
+}
+
+func cuts0(cuts []int) int {
+	if len(cuts) == 0 {
+		return 0
+	}
+	return cuts[len(cuts)-1]
+}
+
+// clauseBefore reports whether toks hold a clause of their own: a word of
+// a statement, of a recap, or any tool's verb. Where the finite verb comes
+// second (de, nl), "Dat zal ik nu indienen" is one statement whose
+// object leads, not a clause and then a question.
+func (l *Locale) clauseBefore(toks []string) bool {
+	for _, pl := range []*phraseList{&l.statementWords, &l.recaps} {
+		if _, ok := pl.first(toks); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // openQuestion finds what makes toks a question a yes does not answer: an
 // open_questions phrase not wholly inside the confirm request that asks
 // ("lassen Sie mich wissen, ob ..." asks for a yes), or an alternatives word
@@ -327,6 +416,41 @@ func (r *reading) unexplainedWords() []string {
 	return out
 }
 
+// pointsBack reports whether r refers to what the turn said before it: a
+// pronoun that is no determiner ("pay *it*"), a verb form ending in one
+// (es "pagarlo"), or one of the action's objects after a determiner
+// ("process *the payment*"), which names what was just described.
+func (l *Locale) pointsBack(r *reading) bool {
+	toks := r.s.Tokens
+	for k := 1; k < len(r.roles); k++ {
+		if r.roles[k] == roleObject && r.roles[k-1] == rolePlain {
+			return true
+		}
+	}
+	for _, sp := range l.pronouns.find(toks) {
+		if sp.end < len(toks) {
+			switch r.roles[sp.end] {
+			case roleObject, roleOther, roleModifier, roleValue, roleName:
+				continue // a determiner
+			}
+		}
+		return true
+	}
+	if len(l.pronounEndings) > 0 {
+		for k, ro := range r.roles {
+			if ro != roleVerb {
+				continue
+			}
+			for _, e := range l.pronounEndings {
+				if len(toks[k]) > len(e)+2 && strings.HasSuffix(toks[k], e) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // has reports whether some word of r has role ro.
 func (r *reading) has(ro role) bool { return slices.Contains(r.roles, ro) }
 
@@ -529,6 +653,10 @@ func (l *Locale) linkedTo(r *reading, k int, dir int) bool {
 // partyBefore reports whether a party preposition, and past it only
 // plain words, stand right before toks[i] ("with the |hygienist", "para o
 // seu |e-mail"). The preposition's words are explained with the party.
+//
+// A determiner must stand between ("with *the* hygienist", "a *su*
+// abogado"), unless the preposition holds its own (party_articles: es
+// "al", de "beim"): "¿Procedo a imprimir la apelación?" names no party.
 func (l *Locale) partyBefore(r *reading, i int) bool {
 	toks := r.s.Tokens
 	for _, sp := range l.partyPrepositions.find(toks[:i]) {
@@ -540,6 +668,11 @@ func (l *Locale) partyBefore(r *reading, i int) bool {
 		}
 		if !between {
 			continue
+		}
+		if sp.end == i {
+			if a, ok := l.partyArticles.startsWith(toks[sp.start:i]); !ok || a.end != i-sp.start {
+				continue
+			}
 		}
 		for k := sp.start; k < sp.end; k++ {
 			if r.roles[k] == unexplained {

@@ -411,8 +411,8 @@ type proposed struct {
 	unexplained []string
 	// stated are the sentences the bound values must be stated in: the
 	// question and the sentence it points back to; before is the index of
-	// the sentence before them (-1: none), where they may be stated too
-	// (valuesBefore).
+	// the sentence before them (-1: none) when a pronoun points there,
+	// where they may be stated too (valuesBefore).
 	stated []Sentence
 	before int
 }
@@ -448,7 +448,7 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args []Argument) propos
 		return p.fail(fail.outcome, fail.detail)
 	}
 	p.stated = append(p.stated, q.Sentence)
-	from := q.Index
+	from, back := q.Index, l.pointsBack(&qr)
 	switch ref.Kind {
 	case RefVerb, RefObject:
 		if qr.sharedOnly && !qr.has(roleObject) {
@@ -483,10 +483,17 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args []Argument) propos
 				return p.fail(ActionMismatch, "the turn names a verb another action shares, and never what this action acts on")
 			}
 			p.stated = append(p.stated, s)
-			from = i
+			from, back = i, l.pointsBack(&pr)
 		}
 	}
-	p.before = l.previousContent(t, from, tool)
+	p.before = -1
+	if back {
+		// "Your balance is $120.50. Shall I pay *it*?": the pronoun
+		// points to the sentence before, where the values may be
+		// stated. "The last payment was $64. Shall I pay the bill?"
+		// points nowhere.
+		p.before = l.previousContent(t, from, tool)
+	}
 	return p
 }
 
@@ -498,6 +505,11 @@ func (l *Locale) valuesBefore(t Text, i int, tool Tool, args []Argument) (Senten
 		return Sentence{}, false
 	}
 	s := t.Sentences[i]
+	if l.recap(s) {
+		// "Your last payment was $64.": what was done or was due is not
+		// what the question proposes.
+		return Sentence{}, false
+	}
 	vr := l.read(s, tool, args, true)
 	if len(vr.values) == 0 && len(vr.strays) == 0 {
 		return Sentence{}, false
