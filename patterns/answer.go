@@ -72,6 +72,13 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 		j.Affirmative = true
 		j.Matches = append(j.Matches, spanMatch("affirmative", toks, s))
 	}
+	// A stutter before a word of the yes is no word: "ye- yes", fr "ou-
+	// oui" (never a question's "où").
+	for i := 0; i+1 < len(toks); i++ {
+		if covered[i+1] && len(toks[i]) < len(toks[i+1]) && strings.HasPrefix(toks[i+1], toks[i]) {
+			covered[i] = true
+		}
+	}
 	// What a yes says covers a question word it holds ("können Sie gerne
 	// machen"): only a question word the yes takes whole.
 	saidYes := slices.Clone(covered)

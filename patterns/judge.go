@@ -129,6 +129,17 @@ func Judge(in Input) Verdict {
 		echo = TokenSet(Text{Sentences: []Sentence{q.Sentence}})
 		v.QuestionSentence = q.Sentence.Raw
 		v.Matches = append(v.Matches, q.Matches...)
+		// A yes may restate the call's values ("Yes, 71.25 is right"),
+		// never another one.
+		for _, s := range answer.Sentences {
+			for _, h := range loc.readValues(s, in.Args) {
+				if len(h.args) > 0 {
+					for _, tok := range s.Tokens[h.start:h.end] {
+						echo[tok] = true
+					}
+				}
+			}
+		}
 	}
 	ans := loc.JudgeAnswer(answer, in.Answer.Tool.Action, echo)
 	v.Matches = append(v.Matches, ans.Matches...)
