@@ -63,8 +63,6 @@ type File struct {
 	// particles after one of the action's verbs (nl "boek het maar").
 	Particles     []string `yaml:"particles"`
 	QuantityWords []string `yaml:"quantity_words"`
-	// NumberWords maps number words to their value ("two": 2).
-	NumberWords map[string]float64 `yaml:"number_words"`
 
 	// Agent turns.
 	ConfirmRequests []string `yaml:"confirm_requests"`
@@ -97,6 +95,10 @@ type File struct {
 	// Inflection turns a policy's verbs and objects into the forms a
 	// model uses.
 	Inflection Inflection `yaml:"inflection"`
+
+	// Values: the words amounts, dates and times are read with
+	// (values_locale.go). A locale without them reads figures only.
+	Values ValuesFile `yaml:"values"`
 }
 
 // Inflection describes how words of the language inflect.
@@ -158,8 +160,8 @@ type Locale struct {
 	sideClauses                                                            phraseList
 	governBefore                                                           bool
 
-	numberWords map[string]float64
-	inflection  Inflection
+	values     *valueRules
+	inflection Inflection
 }
 
 // Lang is the locale's language code ("en").
@@ -327,11 +329,7 @@ func (f *File) Validate(lang string) error {
 			seen[fp] = i
 		}
 	}
-	for w := range f.NumberWords {
-		if strings.TrimSpace(w) == "" || strings.ContainsRune(strings.TrimSpace(w), ' ') {
-			bad("number_words", "%q: a number word is one word", w)
-		}
-	}
+	f.Values.validate(bad)
 	for _, c := range slices.Sorted(maps.Keys(f.Clitics)) {
 		fc := Fold(strings.TrimSpace(c))
 		if len(fc) < 2 || fc[0] != '\'' || strings.ContainsAny(fc[1:], "' ") {
@@ -355,7 +353,6 @@ func compileLocale(f *File) *Locale {
 		name:          f.Name,
 		maxPlainWords: f.MaxPlainWords,
 		decimalComma:  f.DecimalComma,
-		numberWords:   map[string]float64{},
 		inflection:    f.Inflection,
 	}
 	for _, e := range f.Elisions {
@@ -378,9 +375,6 @@ func compileLocale(f *File) *Locale {
 	sort.SliceStable(l.clitics, func(i, j int) bool { return len(l.clitics[i].suffix) > len(l.clitics[j].suffix) })
 	// Longest elision first, so "qu'" wins over a shorter one.
 	sort.Slice(l.elisions, func(i, j int) bool { return len(l.elisions[i]) > len(l.elisions[j]) })
-	for w, v := range f.NumberWords {
-		l.numberWords[Fold(strings.TrimSpace(w))] = v
-	}
 	c := func(srcs []string) phraseList { return compileList(l, srcs) }
 	l.affirmatives = c(f.Affirmatives)
 	l.negationIdioms = c(f.NegationIdioms)
@@ -406,6 +400,7 @@ func compileLocale(f *File) *Locale {
 	l.prepositions = c(f.Prepositions)
 	l.conjunctions = c(f.Conjunctions)
 	l.governBefore = f.GovernBefore
+	l.values = compileValues(l, &f.Values)
 	return l
 }
 

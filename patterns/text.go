@@ -414,58 +414,19 @@ func (l *Locale) appendSplit(dst []string, w string) []string {
 // separator: with a decimal comma "1.200,50" is 1200.5; without one
 // "1,200.50" is. A separator followed by other than three digits is read as
 // the decimal mark whatever the locale ("120,50" is 120.5 in English too).
+// A word is read with the locale's number words ("two", "einundzwanzig").
 func (l *Locale) ParseNumber(tok string) (float64, bool) {
 	if tok == "" || !unicode.IsDigit(rune(tok[0])) {
-		if l != nil {
-			if v, ok := l.numberWords[tok]; ok {
-				return v, true
-			}
+		if n, ok := l.wordNumber(tok); ok {
+			return float64(n), true
 		}
 		return 0, false
 	}
-	lastDot := strings.LastIndexByte(tok, '.')
-	lastComma := strings.LastIndexByte(tok, ',')
-	dec := byte(0)
-	switch {
-	case lastDot >= 0 && lastComma >= 0:
-		if lastDot > lastComma {
-			dec = '.'
-		} else {
-			dec = ','
-		}
-	case lastDot >= 0 || lastComma >= 0:
-		sep := byte('.')
-		idx := lastDot
-		if lastComma >= 0 {
-			sep, idx = ',', lastComma
-		}
-		groupsOfThree := len(tok)-idx-1 == 3 && strings.Count(tok, string(sep)) >= 1
-		localeDec := byte('.')
-		if l != nil && l.decimalComma {
-			localeDec = ','
-		}
-		switch {
-		case strings.Count(tok, string(sep)) > 1:
-			dec = 0 // 1,200,000: thousands only
-		case sep == localeDec:
-			dec = sep
-		case groupsOfThree:
-			dec = 0
-		default:
-			dec = sep
-		}
+	units, scale, _, ok := parseDecimal(tok, decimalMark(tok, l != nil && l.decimalComma))
+	if !ok {
+		return 0, false
 	}
-	var b strings.Builder
-	for i := 0; i < len(tok); i++ {
-		c := tok[i]
-		switch {
-		case c >= '0' && c <= '9':
-			b.WriteByte(c)
-		case c == dec:
-			b.WriteByte('.')
-		}
-	}
-	v, err := strconv.ParseFloat(b.String(), 64)
+	v, err := strconv.ParseFloat(strconv.FormatInt(units, 10)+"e-"+strconv.Itoa(int(scale)), 64)
 	return v, err == nil
 }
 
