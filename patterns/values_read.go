@@ -255,9 +255,15 @@ func (sc *vscan) clock(i, lo int, n num, hourWord bool) (Value, bool) {
 			weakMark, j = true, end
 		}
 	}
-	if !hasMin && (strong >= 0 || weak >= 0 || mark || weakMark) {
+	if !hasMin {
+		// Minutes after a cue ("at three thirty", "15 Uhr 30"), or before a
+		// part of the day that cues them ("three thirty pm").
 		if mm, end, ok := sc.minutes(j); ok {
-			m, hasMin, j = mm, true, end
+			if strong >= 0 || weak >= 0 || mark || weakMark {
+				m, hasMin, j = mm, true, end
+			} else if pe, _ := sc.startingAt(&r.periods.phraseList, end); pe > end {
+				m, hasMin, j = mm, true, end
+			}
 		}
 	}
 	from, to := -1, -1

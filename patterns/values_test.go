@@ -105,6 +105,10 @@ func TestValuesEnglish(t *testing.T) {
 		{"Shall I charge seventy-one twenty-five?", []string{"unclear[seventy-one twenty-five]"}},
 		{"one twenty fifty", []string{"unclear[one twenty fifty]"}},
 		{"twenty dollars five", []string{"amount[twenty dollars] 20 USD", "number[five] 5"}},
+		{"it will be about a dollar fifty", []string{"amount[a dollar fifty] 1.50 USD"}},
+		{"Shall I transfer 500 euros to account 12345678?", []string{"amount[500 euros] 500 EUR", "number[12345678] 12345678"}},
+		{"The total is two hundred and five dollars and six cents.", []string{"amount[two hundred and five dollars and six cents] 205.06 USD"}},
+		{"Shall I pay $50 and 2 tickets?", []string{"amount[$50] 50 USD", "number[2] 2"}},
 		// Digit by digit.
 		{"Your appeal number is four five two.", []string{"number[four five two] 452"}},
 		// Dates.
@@ -140,6 +144,14 @@ func TestValuesEnglish(t *testing.T) {
 		{"from ten to four", []string{"number[ten] 10", "number[four] 4"}},
 		{"at three thirty", []string{"time[at three thirty] 03:30 either"}},
 		{"at three oh five pm", []string{"time[at three oh five pm] 15:05"}},
+		{"book you in for three thirty pm on tuesday the eighth", []string{"datetime[three thirty pm on tuesday the eighth] d8 wd2 15:30"}},
+		{"should i put the eleven forty five appointment on hold", []string{"unclear[eleven forty five]"}},
+		{"shall i book you in for half ten on wednesday", []string{"datetime[half ten on wednesday] wd3 10:30 either"}},
+		{"Shall I schedule your appointment for 10:30 a.m. on Monday, June 3rd?", []string{"datetime[10:30 a.m\u2024 on monday, june 3rd] m6 d3 wd1 10:30"}},
+		{"your appointment is on the first of march at two in the afternoon", []string{"datetime[on the first of march at two in the afternoon] m3 d1 14:00"}},
+		{"at a quarter past nine", []string{"time[at a quarter past nine] 09:15 either"}},
+		{"at 9 30", []string{"time[at 9 30] 09:30 either"}},
+		{"Shall I book it for 9 30?", []string{"number[9] 9", "number[30] 30"}},
 		{"half past nine in the evening", []string{"time[half past nine in the evening] 21:30"}},
 		{"eleven at night", []string{"time[eleven at night] 23:00"}},
 		{"noon", []string{"time[noon] 12:00"}},
@@ -198,6 +210,12 @@ func TestValuesSpanish(t *testing.T) {
 		{"¿Le reservo una mesa para dos?", []string{"number[dos] 2"}},
 		{"¿Pago las 3 facturas?", []string{"number[3] 3"}},
 		{"Cada uno paga lo suyo.", nil},
+		{"¿Pago setenta y un euros con veinticinco?", []string{"amount[setenta y un euros con veinticinco] 71.25 EUR"}},
+		{"¿Confirmo la reserva para el sábado 14 a las 20:30?", []string{"datetime[para el sabado 14 a las 20:30] d14 wd6 20:30"}},
+		{"¿Le reservo para las ocho y media de la noche?", []string{"time[para las ocho y media de la noche] 20:30"}},
+		{"le reservo para el jueves a las cinco y cuarto de la tarde", []string{"datetime[para el jueves a las cinco y cuarto de la tarde] wd4 17:15"}},
+		{"a las 3 y 15", []string{"time[a las 3 y 15] 03:15 either"}},
+		{"son mil quinientos pesos", []string{"amount[mil quinientos pesos] 1500"}},
 	})
 }
 
@@ -230,6 +248,12 @@ func TestValuesGerman(t *testing.T) {
 		{"Ja, einen Kaffee.", nil},
 		{"Soll ich zwei Tickets buchen?", []string{"number[zwei] 2"}},
 		{"Soll ich erst prüfen?", nil},
+		{"soll ich die einundsiebzig euro fünfundzwanzig jetzt zahlen", []string{"amount[einundsiebzig euro funfundzwanzig] 71.25 EUR"}},
+		{"soll ich den termin am dreizehnten mai um zehn uhr buchen", []string{"datetime[am dreizehnten mai um zehn uhr] m5 d13 10:00 either"}},
+		{"am Freitag, dem 12. Mai, um 10:30 Uhr", []string{"datetime[am freitag, dem 12. mai, um 10:30 uhr] m5 d12 wd5 10:30 either"}},
+		{"um 14.30 Uhr", []string{"time[um 14.30 uhr] 14:30"}},
+		{"am 12.05. um 10 Uhr", []string{"date[12.05] m5 d12", "time[um 10 uhr] 10:00 either"}},
+		{"1.200.000 Euro", []string{"amount[1.200.000 euro] 1200000 EUR"}},
 	})
 }
 
@@ -260,6 +284,10 @@ func TestValuesFrench(t *testing.T) {
 		{"Je vous réserve une table ?", nil},
 		{"Il y a 3 factures.", []string{"number[3] 3"}},
 		{"dans deux heures", []string{"number[deux] 2"}},
+		{"soixante-et-onze euros vingt-cinq", []string{"amount[soixante-et-onze euros vingt-cinq] 71.25 EUR"}},
+		{"Je vous réserve pour le 3 juin à 20 heures ?", []string{"datetime[pour le 3 juin a 20 heures] m6 d3 20:00"}},
+		{"je vous réserve mardi à dix heures et quart", []string{"datetime[mardi a dix heures et quart] wd2 10:15 either"}},
+		{"je règle les quatre-vingts euros", []string{"amount[quatre-vingts euros] 80 EUR"}},
 	})
 }
 
@@ -283,6 +311,9 @@ func TestValuesPortuguese(t *testing.T) {
 		{"na segunda-feira", []string{"date[segunda-feira] wd1"}},
 		{"Quer uma cópia?", nil},
 		{"Cada um paga.", nil},
+		{"setenta e um reais e vinte e cinco centavos", []string{"amount[setenta e um reais e vinte e cinco centavos] 71.25 BRL"}},
+		{"sexta-feira, 12 de maio, às 10h30", []string{"datetime[sexta-feira, 12 de maio, as 10h30] m5 d12 wd5 10:30 either"}},
+		{"agendo para terça às dez e quinze", []string{"datetime[terca as dez e quinze] wd2 10:15 either"}},
 	})
 }
 
@@ -307,6 +338,10 @@ func TestValuesItalian(t *testing.T) {
 		{"Vuole un appuntamento?", nil},
 		{"Le mando una copia?", nil},
 		{"Prenoto un tavolo per due?", []string{"number[due] 2"}},
+		{"settantuno euro e venticinque", []string{"amount[settantuno euro e venticinque] 71.25 EUR"}},
+		{"venerdì 12 maggio alle 10:30", []string{"datetime[venerdi 12 maggio alle 10:30] m5 d12 wd5 10:30 either"}},
+		{"prenoto per martedì alle dieci e un quarto", []string{"datetime[martedi alle dieci e un quarto] wd2 10:15 either"}},
+		{"Le prenoto un tavolo per le 20?", []string{"time[per le 20] 20:00"}},
 	})
 }
 
@@ -327,6 +362,9 @@ func TestValuesDutch(t *testing.T) {
 		{"morgen om 10 uur", []string{"relative[morgen]", "time[om 10 uur] 10:00 either"}},
 		// "een" alone is the article.
 		{"Zal ik een tafel reserveren voor vier personen?", []string{"number[vier] 4"}},
+		{"eenenzeventig euro vijfentwintig", []string{"amount[eenenzeventig euro vijfentwintig] 71.25 EUR"}},
+		{"Zal ik u inplannen voor woensdag 14 mei om 9 uur?", []string{"datetime[woensdag 14 mei om 9 uur] m5 d14 wd3 09:00 either"}},
+		{"om half elf", []string{"time[om half elf] 10:30 either"}},
 		{"Nog een koffie?", nil},
 		{"Goede morgen, zal ik het boeken?", nil},
 	})
@@ -661,7 +699,22 @@ func FuzzValues(f *testing.F) {
 				}
 			}
 		}
-		// A value written from an argument's own text form matches it.
+		// A value written from an argument's own text form matches it:
+		// an ISO date, a time, and the number in the locale's figures.
+		bits := math.Float64bits(num)
+		y, mo, d := 2000+int(bits%100), 1+int(bits>>8%12), 1+int(bits>>16%28)
+		hh, mm := int(bits>>24%24), int(bits>>32%60)
+		for _, form := range []struct{ text, arg string }{
+			{fmt.Sprintf("%04d-%02d-%02d", y, mo, d), fmt.Sprintf("%04d-%02d-%02d", y, mo, d)},
+			{fmt.Sprintf("%02d:%02d", hh, mm), fmt.Sprintf("%02d:%02d", hh, mm)},
+		} {
+			a := arg(t, form.arg)
+			for _, s := range l.Parse("x " + form.text + " x").Sentences {
+				if vs := l.Values(s); len(vs) != 1 || !vs[0].Matches(a) || MatchArgs(vs, []Arg{a}).Stated != 1 {
+					t.Fatalf("%s: %q read as %v, not matching %+v", l.Lang(), form.text, vs, a)
+				}
+			}
+		}
 		if math.IsNaN(num) || math.IsInf(num, 0) || num < 0 || num > 1e12 {
 			return
 		}
