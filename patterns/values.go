@@ -131,6 +131,9 @@ func (l *Locale) AppendValues(dst []Value, s Sentence) []Value {
 		} else {
 			v.Text = sc.text(v.Start, v.End)
 		}
+		if dst == nil {
+			dst = make([]Value, 0, 4) // one allocation for most sentences
+		}
 		dst = append(dst, v)
 		lo, i = v.End, v.End
 	}
@@ -370,7 +373,10 @@ func (sc *vscan) withSymbols(start, end int) string {
 // endingAt returns where a phrase of pl that ends right before toks[i]
 // starts, not before lo; -1 when none does. The longest wins.
 func (sc *vscan) endingAt(pl *phraseList, i, lo int) int {
-	if pl.empty() {
+	if pl.empty() || i == 0 || i <= lo {
+		return -1
+	}
+	if bit := lexBit(sc.toks[i-1]); sc.toks[i-1] == "" || sc.r.lastWords[bit>>6]&(1<<(bit&63)) == 0 {
 		return -1
 	}
 	for st := max(lo, i-4); st < i; st++ {
@@ -396,7 +402,7 @@ func (sc *vscan) startingAt(pl *phraseList, i int) (int, *phrase) {
 // covered returns the end of a phrase of pl that holds toks[i], starting
 // at lo or later, or -1.
 func (sc *vscan) covered(pl *phraseList, i, lo int) int {
-	if pl.empty() {
+	if bit := lexBit(sc.toks[i]); pl.empty() || sc.toks[i] == "" || sc.r.phraseWords[bit>>6]&(1<<(bit&63)) == 0 {
 		return -1
 	}
 	for st := max(lo, i-3); st <= i; st++ {

@@ -323,12 +323,18 @@ func parseClockPhrase(src string) ([]clockElem, error) {
 // valueRules is a locale's compiled values block. It is immutable.
 type valueRules struct {
 	lex map[string]lexWord
-	// filter: firstBit of every word in lex, so most tokens cost no map
+	// filter: lexBit of every word in lex, so most tokens cost no map
 	// read; morph: the first two letters of every number word and part,
 	// for the words a compound or an ordinal suffix makes.
-	filter   [lexBits / 64]uint64
-	morph    [11]uint64
-	maxMorph int
+	filter [lexBits / 64]uint64
+	// lastWords: lexBit of the last word of every prefix and glue
+	// phrase, so that looking back for one costs a bit test.
+	lastWords [lexBits / 64]uint64
+	// phraseWords: lexBit of every word of not_values and periods, so
+	// that asking whether one holds a word costs a bit test.
+	phraseWords [lexBits / 64]uint64
+	morph       [11]uint64
+	maxMorph    int
 
 	numPhrases, periods, named valuedList
 	weekdayPhrases             valuedList
@@ -337,6 +343,9 @@ type valueRules struct {
 	hourMarks, weakMarks       phraseList
 	dayPrefixes, ordPrefixes   phraseList
 	dateGlue                   phraseList
+	// dateJoin: what may stand between a date's parts: its glue and
+	// its day and ordinal prefixes ("Tuesday, *the* 8th").
+	dateJoin phraseList
 
 	clockByWord map[string][]*clockPhrase
 	clockBySlot []*clockPhrase
@@ -515,6 +524,7 @@ func compileValues(l *Locale, v *ValuesFile) *valueRules {
 	r.dayPrefixes = c(v.DayPrefixes)
 	r.ordPrefixes = c(v.OrdinalPrefixes)
 	r.dateGlue = c(v.DateGlue)
+	r.dateJoin = c(slices.Concat(v.DateGlue, v.DayPrefixes, v.OrdinalPrefixes))
 	r.startPhrase(&r.numPhrases.phraseList, fNumPhrase)
 	r.startPhrase(&r.named.phraseList, fNamed)
 	r.startPhrase(&r.weekdayPhrases.phraseList, fWeekday)
@@ -564,6 +574,28 @@ func compileValues(l *Locale, v *ValuesFile) *valueRules {
 		if w != "" {
 			bit := lexBit(w)
 			r.filter[bit>>6] |= 1 << (bit & 63)
+		}
+	}
+	for _, pl := range []*phraseList{&r.notValues, &r.periods.phraseList} {
+		for _, ps := range pl.byFirst {
+			for _, p := range ps {
+				for _, e := range p.p.elems {
+					if e.word != "" {
+						bit := lexBit(e.word)
+						r.phraseWords[bit>>6] |= 1 << (bit & 63)
+					}
+				}
+			}
+		}
+	}
+	for _, pl := range []*phraseList{&r.timePrefixes, &r.weakPrefixes, &r.dayPrefixes, &r.ordPrefixes, &r.dateGlue} {
+		for _, ps := range pl.byFirst {
+			for _, p := range ps {
+				if last := p.p.elems[len(p.p.elems)-1]; last.word != "" {
+					bit := lexBit(last.word)
+					r.lastWords[bit>>6] |= 1 << (bit & 63)
+				}
+			}
 		}
 	}
 	return r

@@ -3,7 +3,6 @@ package patterns
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // --- Money --------------------------------------------------------------
@@ -551,12 +550,7 @@ func (sc *vscan) date(i, lo int, dp dateParts) (Value, bool) {
 // day or ordinal prefix, past two of them at most.
 func (sc *vscan) skipGlue(j int) int {
 	for n := 0; n < 2 && j < len(sc.toks); n++ {
-		end := -1
-		for _, pl := range []*phraseList{&sc.r.dateGlue, &sc.r.dayPrefixes, &sc.r.ordPrefixes} {
-			if e, _ := sc.startingAt(pl, j); e > end {
-				end = e
-			}
-		}
+		end, _ := sc.startingAt(&sc.r.dateJoin, j)
 		if end <= j {
 			break
 		}
@@ -719,5 +713,3 @@ func atoi(s string) int64 {
 	}
 	return n
 }
-
-var _ = utf8.RuneError
