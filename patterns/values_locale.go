@@ -37,6 +37,9 @@ type ValuesFile struct {
 	OrdinalPrefixes []string `yaml:"ordinal_prefixes"`
 	// DateGlue may stand between the parts of one date ("of", "de").
 	DateGlue []string `yaml:"date_glue"`
+	// MonthPrefixes make a month alone a date ("in December"); without
+	// one a month name with no day is none ("May I ...").
+	MonthPrefixes []string `yaml:"month_prefixes"`
 	// Relative dates need the call's own date to be checked ("today",
 	// "mañana"): they are read as values that match no argument.
 	Relative []string `yaml:"relative"`
@@ -108,6 +111,9 @@ type NumbersFile struct {
 	// MinorConnectors join a whole amount and its hundredths (es "ciento
 	// veinte con cincuenta").
 	MinorConnectors []string `yaml:"minor_connectors"`
+	// MillionGlue stands between millions and their currency (es "un
+	// millón de euros", fr "deux millions d'euros").
+	MillionGlue []string `yaml:"million_glue"`
 }
 
 // OrdinalsFile holds the ordinal numbers.
@@ -198,10 +204,11 @@ func (v *ValuesFile) validate(bad func(key, format string, args ...any)) {
 	lists := map[string][]string{
 		"values.numbers.articles": n.Articles, "values.numbers.connectors": n.Connectors,
 		"values.numbers.decimal_words": n.DecimalWords, "values.numbers.minor_connectors": n.MinorConnectors,
-		"values.ordinals.suffixes": v.Ordinals.Suffixes, "values.ordinals.endings": v.Ordinals.Endings,
+		"values.numbers.million_glue": n.MillionGlue,
+		"values.ordinals.suffixes":    v.Ordinals.Suffixes, "values.ordinals.endings": v.Ordinals.Endings,
 		"values.ordinals.figure_suffixes": v.Ordinals.FigureSuffixes, "values.minor_units": v.MinorUnits,
 		"values.day_prefixes": v.DayPrefixes, "values.ordinal_prefixes": v.OrdinalPrefixes,
-		"values.date_glue": v.DateGlue, "values.relative": v.Relative, "values.time_prefixes": v.TimePrefixes,
+		"values.date_glue": v.DateGlue, "values.month_prefixes": v.MonthPrefixes, "values.relative": v.Relative, "values.time_prefixes": v.TimePrefixes,
 		"values.weak_time_prefixes": v.WeakTimePrefixes, "values.hour_marks": v.HourMarks,
 		"values.weak_hour_marks": v.WeakHourMarks, "values.minute_connectors": v.MinuteConnectors,
 		"values.not_values": v.NotValues,
@@ -225,18 +232,19 @@ func (v *ValuesFile) validate(bad func(key, format string, args ...any)) {
 type vflag uint16
 
 const (
-	fArticle    vflag = 1 << iota // 1 before a multiplier or a currency
-	fConnector                    // joins the parts of a number
-	fDecimal                      // the decimal point said
-	fMinorConn                    // joins an amount and its hundredths
-	fMinorUnit                    // a hundredth of the currency
-	fMinuteConn                   // joins minutes to the hour
-	fNumPhrase                    // opens a number of several words ("quatre vingt")
-	fNamed                        // opens a named time ("noon", "meio-dia")
-	fWeekday                      // opens a weekday of several words
-	fRelative                     // opens a relative date
-	fClock                        // opens a clock phrase ("half past {h}")
-	fPrefixEnd                    // ends a time prefix ("las" of "a las")
+	fArticle     vflag = 1 << iota // 1 before a multiplier or a currency
+	fConnector                     // joins the parts of a number
+	fDecimal                       // the decimal point said
+	fMinorConn                     // joins an amount and its hundredths
+	fMinorUnit                     // a hundredth of the currency
+	fMinuteConn                    // joins minutes to the hour
+	fNumPhrase                     // opens a number of several words ("quatre vingt")
+	fNamed                         // opens a named time ("noon", "meio-dia")
+	fWeekday                       // opens a weekday of several words
+	fRelative                      // opens a relative date
+	fClock                         // opens a clock phrase ("half past {h}")
+	fPrefixEnd                     // ends a time prefix ("las" of "a las")
+	fMillionGlue                   // between millions and their currency
 )
 
 // fStarts are the flags that let a word open a value on its own.
@@ -342,7 +350,7 @@ type valueRules struct {
 	timePrefixes, weakPrefixes phraseList
 	hourMarks, weakMarks       phraseList
 	dayPrefixes, ordPrefixes   phraseList
-	dateGlue                   phraseList
+	dateGlue, monthPrefixes    phraseList
 	// dateJoin: what may stand between a date's parts: its glue and
 	// its day and ordinal prefixes ("Tuesday, *the* 8th").
 	dateJoin phraseList
@@ -440,6 +448,7 @@ func compileValues(l *Locale, v *ValuesFile) *valueRules {
 	flag(n.Connectors, fConnector)
 	flag(n.DecimalWords, fDecimal)
 	flag(n.MinorConnectors, fMinorConn)
+	flag(n.MillionGlue, fMillionGlue)
 	flag(v.MinorUnits, fMinorUnit)
 	flag(v.MinuteConnectors, fMinuteConn)
 	for _, c := range n.Connectors {
@@ -524,6 +533,7 @@ func compileValues(l *Locale, v *ValuesFile) *valueRules {
 	r.dayPrefixes = c(v.DayPrefixes)
 	r.ordPrefixes = c(v.OrdinalPrefixes)
 	r.dateGlue = c(v.DateGlue)
+	r.monthPrefixes = c(v.MonthPrefixes)
 	r.dateJoin = c(slices.Concat(v.DateGlue, v.DayPrefixes, v.OrdinalPrefixes))
 	r.startPhrase(&r.numPhrases.phraseList, fNumPhrase)
 	r.startPhrase(&r.named.phraseList, fNamed)
@@ -588,7 +598,7 @@ func compileValues(l *Locale, v *ValuesFile) *valueRules {
 			}
 		}
 	}
-	for _, pl := range []*phraseList{&r.timePrefixes, &r.weakPrefixes, &r.dayPrefixes, &r.ordPrefixes, &r.dateGlue} {
+	for _, pl := range []*phraseList{&r.timePrefixes, &r.weakPrefixes, &r.dayPrefixes, &r.ordPrefixes, &r.dateGlue, &r.monthPrefixes} {
 		for _, ps := range pl.byFirst {
 			for _, p := range ps {
 				if last := p.p.elems[len(p.p.elems)-1]; last.word != "" {

@@ -29,9 +29,13 @@ func (sc *vscan) amount(i, lo int, n num) (Value, bool) {
 		if code, ok := sc.symbolAfter(end); ok {
 			cur, have = code, true
 		} else if end < len(sc.toks) {
-			if e, _ := sc.r.lookup(sc.toks[end]); e.cur != "" {
+			k := end
+			if n.units >= 1000000 && n.units%1000000 == 0 && n.scale == 0 && k+1 < len(sc.toks) && sc.hasFlag(k, fMillionGlue) {
+				k++ // "un millón de euros"
+			}
+			if e, _ := sc.r.lookup(sc.toks[k]); e.cur != "" {
 				cur, have, wordAfter = currencyCode(e.cur), true, true
-				end++
+				end = k + 1
 			}
 		}
 	}
@@ -537,10 +541,14 @@ func (sc *vscan) date(i, lo int, dp dateParts) (Value, bool) {
 		}
 		break
 	}
-	// A month alone is no date here: "May I", "march on", "in December"
-	// name no day.
+	// A month alone is a date only after a month prefix ("in December",
+	// "im Mai"): "May I", "march on" name no month.
 	if dp.d == 0 && dp.wd == 0 && dp.y == 0 {
-		return Value{}, false
+		st := sc.endingAt(&r.monthPrefixes, i, lo)
+		if st < 0 {
+			return Value{}, false
+		}
+		dp.start = st
 	}
 	return Value{Kind: ValueDate, Start: dp.start, End: j, Words: dp.words, Year: int16(dp.y), Month: int8(dp.m),
 		Day: int8(dp.d), Weekday: int8(dp.wd), DayMonthUnsure: unsure}, true

@@ -125,7 +125,9 @@ func TestValuesEnglish(t *testing.T) {
 		{"Is 12/25 OK?", []string{"date[12/25] m12 d25"}},
 		{"08/08", []string{"date[08/08] m8 d8"}},
 		{"May I book it for May 3rd?", []string{"date[may 3rd] m5 d3"}},
-		{"Shall I book it in December?", nil},
+		{"Shall I book it in December?", []string{"date[in december] m12"}},
+		{"May I go ahead and book it?", nil},
+		{"Shall we march on?", nil},
 		{"Shall I book it for tomorrow?", []string{"relative[tomorrow]"}},
 		{"Shall I book Monday?", []string{"date[monday] wd1"}},
 		// Times.
@@ -242,6 +244,7 @@ func TestValuesGerman(t *testing.T) {
 		{"zehn nach drei", []string{"time[zehn nach drei] 03:10 either"}},
 		{"Soll ich morgen buchen?", []string{"relative[morgen]"}},
 		{"Soll ich es am Morgen buchen?", nil},
+		{"Soll ich es im Mai buchen?", []string{"date[im mai] m5"}},
 		// Articles and greetings are not numbers or dates.
 		{"Guten Morgen, soll ich das buchen?", nil},
 		{"Soll ich einen Termin buchen?", nil},
@@ -771,4 +774,40 @@ func FuzzParseArg(f *testing.F) {
 			t.Fatalf("ParseArg(%q) = %+v; written back %q reads %+v, %v", s, a, back, b, ok)
 		}
 	})
+}
+
+// TestValuesArticles: an article is 1 only inside a number, before a
+// multiplier or before a currency.
+func TestValuesArticles(t *testing.T) {
+	for _, tc := range []struct {
+		lang, text string
+		want       []string
+	}{
+		{"en", "Shall I send a copy?", nil},
+		{"en", "a hundred", []string{"number[a hundred] 100"}},
+		{"en", "an hour", nil},
+		{"es", "¿Le mando una copia?", nil},
+		{"es", "¿Le reservo a la una?", []string{"time[a la una] 01:00 either"}},
+		{"es", "un millón de pesos", []string{"amount[un millon de pesos] 1000000"}},
+		{"fr", "deux millions d'euros", []string{"amount[deux millions d'euros] 2000000 EUR"}},
+		{"es", "ocho de diciembre", []string{"date[ocho de diciembre] m12 d8"}},
+		{"de", "Soll ich einen Termin buchen?", nil},
+		{"de", "eine Million Euro", []string{"amount[eine million euro] 1000000 EUR"}},
+		{"de", "Soll ich Ihnen ein Taxi rufen?", nil},
+		{"fr", "Je vous prends un rendez-vous ?", nil},
+		{"fr", "un million", []string{"number[un million] 1000000"}},
+		{"fr", "trente et une", []string{"number[trente et une] 31"}},
+		{"pt", "Quer que eu gere um boleto?", nil},
+		{"pt", "cento e um", []string{"number[cento e um] 101"}},
+		{"it", "Le fisso un appuntamento?", nil},
+		{"it", "un euro", []string{"amount[un euro] 1 EUR"}},
+		{"nl", "Zal ik een afspraak maken?", nil},
+		{"nl", "een euro", []string{"amount[een euro] 1 EUR"}},
+		{"nl", "honderdeen", []string{"number[honderdeen] 101"}},
+	} {
+		got := valuesOf(locale(t, tc.lang), tc.text)
+		if strings.Join(got, " ; ") != strings.Join(tc.want, " ; ") {
+			t.Errorf("%s %q: got %q, want %q", tc.lang, tc.text, got, tc.want)
+		}
+	}
 }
