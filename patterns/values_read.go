@@ -43,7 +43,7 @@ func (sc *vscan) amount(i, lo int, n num) (Value, bool) {
 	v := Value{Kind: ValueAmount, Start: start, Words: n.words}
 	switch {
 	case have:
-		if scale == 0 {
+		if scale == 0 && units < maxWhole {
 			if m, k, ok := sc.minor(end, wordAfter); ok {
 				units, scale, end = units*100+m, 2, k
 			}
@@ -52,7 +52,7 @@ func (sc *vscan) amount(i, lo int, n num) (Value, bool) {
 	case scale == 0 && end < len(sc.toks) && sc.isMinorUnit(end):
 		// "25 cents"
 		scale, end = 2, end+1
-	case scale == 0 && end+1 < len(sc.toks) && sc.hasFlag(end, fMinorConn):
+	case scale == 0 && units < maxWhole && end+1 < len(sc.toks) && sc.hasFlag(end, fMinorConn):
 		m := sc.small(end + 1)
 		if !m.ok {
 			return Value{}, false
@@ -84,6 +84,10 @@ func (sc *vscan) amount(i, lo int, n num) (Value, bool) {
 	v.End, v.Units, v.Scale = end, units, scale
 	return v, true
 }
+
+// maxWhole bounds a whole amount that takes hundredths, so that adding
+// them cannot overflow.
+const maxWhole = 1e15
 
 // minor reads the hundredths after a whole amount at toks[j]: "fifty",
 // "and 25 cents", "con cincuenta", "e cinquenta". Without a word for

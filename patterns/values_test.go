@@ -109,6 +109,7 @@ func TestValuesEnglish(t *testing.T) {
 		{"Shall I transfer 500 euros to account 12345678?", []string{"amount[500 euros] 500 EUR", "number[12345678] 12345678"}},
 		{"The total is two hundred and five dollars and six cents.", []string{"amount[two hundred and five dollars and six cents] 205.06 USD"}},
 		{"Shall I pay $50 and 2 tickets?", []string{"amount[$50] 50 USD", "number[2] 2"}},
+		{"999999999999999999 dollars fifty", []string{"amount[999999999999999999 dollars] 999999999999999999 USD", "number[fifty] 50"}},
 		// Digit by digit.
 		{"Your appeal number is four five two.", []string{"number[four five two] 452"}},
 		// Dates.
@@ -128,6 +129,7 @@ func TestValuesEnglish(t *testing.T) {
 		{"Shall I book it in December?", []string{"date[in december] m12"}},
 		{"May I go ahead and book it?", nil},
 		{"Shall we march on?", nil},
+		{"I sat in the sun on Wednesday.", []string{"date[on wednesday] wd3"}},
 		{"Shall I book it for tomorrow?", []string{"relative[tomorrow]"}},
 		{"Shall I book Monday?", []string{"date[monday] wd1"}},
 		// Times.
