@@ -524,6 +524,7 @@ type num struct {
 	end     int  // the token after it
 	words   bool // said in words
 	ord     bool // an ordinal
+	dot     bool // an ordinal only by the dot after it (de "10."), which may end a sentence
 	digit   bool // one digit word, 0-9, alone
 	lead0   bool // a figure with a leading zero ("09")
 	figures int  // its count of digits, for a figure
@@ -547,7 +548,7 @@ func (sc *vscan) figure(i int) num {
 			n.ord, n.end = true, i+2
 		} else if sc.l.ordinalDot && digits <= 2 {
 			if _, e := sc.span(i); e >= 0 && e+1 < len(sc.raw) && sc.raw[e] == '.' && sc.raw[e+1] == ' ' {
-				n.ord = true
+				n.ord, n.dot = true, true
 			}
 		}
 	}

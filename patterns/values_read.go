@@ -198,11 +198,17 @@ func (sc *vscan) symbolAfter(end int) (string, bool) {
 // "15 Uhr 30", "a las tres y veinte", "three in the afternoon", "half
 // past three". An hour word (es "una") is a time only after a prefix.
 func (sc *vscan) clock(i, lo int, n num, hourWord bool) (Value, bool) {
-	if !n.ok || n.ord {
+	if !n.ok {
 		return Value{}, false
 	}
 	r := sc.r
 	strong := sc.endingAt(&r.timePrefixes, i, lo)
+	if n.ord && !(n.dot && strong >= 0) {
+		// "um 10." is at ten, its dot the end of the sentence that the
+		// tokeniser took for an ordinal's: "am 10." is a day.
+		return Value{}, false
+	}
+	n.ord = false
 	weak := -1
 	if strong < 0 {
 		weak = sc.endingAt(&r.weakPrefixes, i, lo)
