@@ -814,3 +814,58 @@ func TestValuesArticles(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesEveryLanguage: the brief's list, in each language: numbers up
+// to 999,999, codes before figures, words for hundredths, parts of the
+// day, dollars by name.
+func TestValuesEveryLanguage(t *testing.T) {
+	for _, tc := range []struct {
+		lang, text string
+		want       []string
+	}{
+		{"es", "novecientos noventa y nueve mil novecientos noventa y nueve", []string{"number[novecientos noventa y nueve mil novecientos noventa y nueve] 999999"}},
+		{"fr", "neuf cent quatre-vingt-dix-neuf mille neuf cent quatre-vingt-dix-neuf", []string{"number[neuf cent quatre-vingt-dix-neuf mille neuf cent quatre-vingt-dix-neuf] 999999"}},
+		{"it", "novecentonovantanovemilanovecentonovantanove", []string{"number[novecentonovantanovemilanovecentonovantanove] 999999"}},
+		{"pt", "novecentos e noventa e nove mil novecentos e noventa e nove", []string{"number[novecentos e noventa e nove mil novecentos e noventa e nove] 999999"}},
+		{"nl", "negenhonderdnegenennegentigduizendnegenhonderdnegenennegentig", []string{"number[negenhonderdnegenennegentigduizendnegenhonderdnegenennegentig] 999999"}},
+		{"es", "¿Pago EUR 71,25?", []string{"amount[eur 71,25] 71.25 EUR"}},
+		{"de", "Soll ich EUR 71,25 überweisen?", []string{"amount[eur 71,25] 71.25 EUR"}},
+		{"de", "fünfzig Cent", []string{"amount[funfzig cent] 0.50"}},
+		{"fr", "cinquante centimes", []string{"amount[cinquante centimes] 0.50"}},
+		{"it", "cinquanta centesimi", []string{"amount[cinquanta centesimi] 0.50"}},
+		{"es", "cincuenta céntimos", []string{"amount[cincuenta centimos] 0.50"}},
+		{"pt", "cinquenta centavos", []string{"amount[cinquenta centavos] 0.50"}},
+		{"nl", "vijftig cent", []string{"amount[vijftig cent] 0.50"}},
+		{"fr", "Je le mets le 8 ?", []string{"date[le 8] d8"}},
+		{"fr", "mille deux cents euros", []string{"amount[mille deux cents euros] 1200 EUR"}},
+		{"es", "un millón doscientos mil", []string{"number[un millon doscientos mil] 1200000"}},
+		{"de", "zwölfhundert Euro", []string{"amount[zwolfhundert euro] 1200 EUR"}},
+		{"de", "Soll ich Ihnen den Betrag von hundertneunzehn Euro neunundneunzig abbuchen?", []string{"amount[hundertneunzehn euro neunundneunzig] 119.99 EUR"}},
+		{"en", "twenty-five thousand", []string{"number[twenty-five thousand] 25000"}},
+		{"en", "a thousand and one", []string{"number[a thousand and one] 1001"}},
+		{"en", "one million two hundred thousand", []string{"number[one million two hundred thousand] 1200000"}},
+		{"it", "milleduecento euro", []string{"amount[milleduecento euro] 1200 EUR"}},
+		{"nl", "duizend tweehonderd euro", []string{"amount[duizend tweehonderd euro] 1200 EUR"}},
+		{"nl", "twaalfhonderd euro", []string{"amount[twaalfhonderd euro] 1200 EUR"}},
+		{"pt", "mil e duzentos reais", []string{"amount[mil e duzentos reais] 1200 BRL"}},
+		{"es", "¿Le reservo a las tres de la madrugada?", []string{"time[a las tres de la madrugada] 03:00"}},
+		{"de", "um drei Uhr früh", []string{"time[um drei uhr fruh] 03:00"}},
+		{"fr", "à neuf heures du matin", []string{"time[a neuf heures du matin] 09:00"}},
+		{"it", "alle nove di sera", []string{"time[alle nove di sera] 21:00"}},
+		{"pt", "às nove da noite", []string{"time[as nove da noite] 21:00"}},
+		{"nl", "om negen uur 's avonds", []string{"time[om negen uur 's avonds] 21:00"}},
+		{"en", "at 7 in the morning", []string{"time[at 7 in the morning] 07:00"}},
+		{"es", "¿Le cargo 45 dólares?", []string{"amount[45 dolares] 45 USD"}},
+		{"de", "Soll ich die 45 Dollar abbuchen?", []string{"amount[45 dollar] 45 USD"}},
+		{"fr", "Je débite 45 dollars ?", []string{"amount[45 dollars] 45 USD"}},
+		{"en", "Shall I charge 45 bucks?", []string{"amount[45 bucks] 45 USD"}},
+		{"pt", "Posso cobrar 45 dólares?", []string{"amount[45 dolares] 45 USD"}},
+		{"it", "Addebito 45 dollari?", []string{"amount[45 dollari] 45 USD"}},
+		{"nl", "Zal ik 45 dollar afschrijven?", []string{"amount[45 dollar] 45 USD"}},
+	} {
+		got := valuesOf(locale(t, tc.lang), tc.text)
+		if strings.Join(got, " ; ") != strings.Join(tc.want, " ; ") {
+			t.Errorf("%s %q: got %q, want %q", tc.lang, tc.text, got, tc.want)
+		}
+	}
+}
