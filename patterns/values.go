@@ -372,14 +372,14 @@ func (sc *vscan) withSymbols(start, end int) string {
 
 // endingAt returns where a phrase of pl that ends right before toks[i]
 // starts, not before lo; -1 when none does. The longest wins.
-func (sc *vscan) endingAt(pl *phraseList, i, lo int) int {
+func (sc *vscan) endingAt(pl *endList, i, lo int) int {
 	if pl.empty() || i == 0 || i <= lo {
 		return -1
 	}
-	if bit := lexBit(sc.toks[i-1]); sc.toks[i-1] == "" || sc.r.lastWords[bit>>6]&(1<<(bit&63)) == 0 {
+	if bit := lexBit(sc.toks[i-1]); sc.toks[i-1] == "" || pl.last[bit>>6]&(1<<(bit&63)) == 0 {
 		return -1
 	}
-	for st := max(lo, i-4); st < i; st++ {
+	for st := max(lo, i-pl.maxLen); st < i; st++ {
 		if sp := pl.bestAt(sc.toks[:i], st); sp.start == st && sp.end == i {
 			return st
 		}

@@ -335,9 +335,6 @@ type valueRules struct {
 	// read; morph: the first two letters of every number word and part,
 	// for the words a compound or an ordinal suffix makes.
 	filter [lexBits / 64]uint64
-	// lastWords: lexBit of the last word of every prefix and glue
-	// phrase, so that looking back for one costs a bit test.
-	lastWords [lexBits / 64]uint64
 	// phraseWords: lexBit of every word of not_values and periods, so
 	// that asking whether one holds a word costs a bit test.
 	phraseWords [lexBits / 64]uint64
@@ -347,10 +344,10 @@ type valueRules struct {
 	numPhrases, periods, named valuedList
 	weekdayPhrases             valuedList
 	relative, notValues        phraseList
-	timePrefixes, weakPrefixes phraseList
+	timePrefixes, weakPrefixes endList
 	hourMarks, weakMarks       phraseList
-	dayPrefixes, ordPrefixes   phraseList
-	dateGlue, monthPrefixes    phraseList
+	dayPrefixes, ordPrefixes   endList
+	dateGlue, monthPrefixes    endList
 	// dateJoin: what may stand between a date's parts: its glue and
 	// its day and ordinal prefixes ("Tuesday, *the* 8th").
 	dateJoin phraseList
@@ -397,6 +394,29 @@ func (r *valueRules) startPhrase(pl *phraseList, f vflag) {
 		e.flags |= f
 		r.lex[w] = e
 	}
+}
+
+// endList is a phrase list looked for before a word (a time prefix
+// before an hour): its longest phrase, and a filter of its phrases' last
+// words, so that looking back for one mostly costs a bit test.
+type endList struct {
+	phraseList
+	maxLen int
+	last   [lexBits / 64]uint64
+}
+
+func newEndList(l *Locale, srcs []string) endList {
+	el := endList{phraseList: compileList(l, srcs)}
+	for _, ps := range el.byFirst {
+		for _, p := range ps {
+			el.maxLen = max(el.maxLen, len(p.p.elems))
+			if last := p.p.elems[len(p.p.elems)-1]; last.word != "" {
+				bit := lexBit(last.word)
+				el.last[bit>>6] |= 1 << (bit & 63)
+			}
+		}
+	}
+	return el
 }
 
 // lexBits is the size of valueRules.filter.
@@ -526,14 +546,14 @@ func compileValues(l *Locale, v *ValuesFile) *valueRules {
 	c := func(srcs []string) phraseList { return compileList(l, srcs) }
 	r.relative = c(v.Relative)
 	r.notValues = c(v.NotValues)
-	r.timePrefixes = c(v.TimePrefixes)
-	r.weakPrefixes = c(v.WeakTimePrefixes)
+	r.timePrefixes = newEndList(l, v.TimePrefixes)
+	r.weakPrefixes = newEndList(l, v.WeakTimePrefixes)
 	r.hourMarks = c(v.HourMarks)
 	r.weakMarks = c(v.WeakHourMarks)
-	r.dayPrefixes = c(v.DayPrefixes)
-	r.ordPrefixes = c(v.OrdinalPrefixes)
-	r.dateGlue = c(v.DateGlue)
-	r.monthPrefixes = c(v.MonthPrefixes)
+	r.dayPrefixes = newEndList(l, v.DayPrefixes)
+	r.ordPrefixes = newEndList(l, v.OrdinalPrefixes)
+	r.dateGlue = newEndList(l, v.DateGlue)
+	r.monthPrefixes = newEndList(l, v.MonthPrefixes)
 	r.dateJoin = c(slices.Concat(v.DateGlue, v.DayPrefixes, v.OrdinalPrefixes))
 	r.startPhrase(&r.numPhrases.phraseList, fNumPhrase)
 	r.startPhrase(&r.named.phraseList, fNamed)
@@ -541,7 +561,7 @@ func compileValues(l *Locale, v *ValuesFile) *valueRules {
 	r.startPhrase(&r.relative, fRelative)
 	// An hour word ("una") is a time only after a time prefix: the last
 	// words of the prefixes tell where to look.
-	for _, pl := range []*phraseList{&r.timePrefixes, &r.weakPrefixes} {
+	for _, pl := range []*phraseList{&r.timePrefixes.phraseList, &r.weakPrefixes.phraseList} {
 		for _, ps := range pl.byFirst {
 			for _, p := range ps {
 				if last := p.p.elems[len(p.p.elems)-1]; !last.prefix && last.forms == nil {
@@ -598,15 +618,6 @@ func compileValues(l *Locale, v *ValuesFile) *valueRules {
 			}
 		}
 	}
-	for _, pl := range []*phraseList{&r.timePrefixes, &r.weakPrefixes, &r.dayPrefixes, &r.ordPrefixes, &r.dateGlue, &r.monthPrefixes} {
-		for _, ps := range pl.byFirst {
-			for _, p := range ps {
-				if last := p.p.elems[len(p.p.elems)-1]; last.word != "" {
-					bit := lexBit(last.word)
-					r.lastWords[bit>>6] |= 1 << (bit & 63)
-				}
-			}
-		}
-	}
+
 	return r
 }

@@ -198,7 +198,11 @@ func (sc *vscan) symbolAfter(end int) (string, bool) {
 // "15 Uhr 30", "a las tres y veinte", "three in the afternoon", "half
 // past three". An hour word (es "una") is a time only after a prefix.
 func (sc *vscan) clock(i, lo int, n num, hourWord bool) (Value, bool) {
-	if !n.ok {
+	// No hour, nor minutes of a clock phrase ("twenty past three"): no
+	// need to look for a prefix.
+	switch {
+	case !n.ok, n.scale == 0 && n.units > 59, n.scale != 0 && n.scale != 2,
+		n.scale == 2 && (n.words || n.units/100 > 24):
 		return Value{}, false
 	}
 	r := sc.r
@@ -489,7 +493,7 @@ func (sc *vscan) date(i, lo int, dp dateParts) (Value, bool) {
 	r := sc.r
 	if dp.d == 0 {
 		dp.start = i
-		for _, pl := range []*phraseList{&r.dayPrefixes, &r.ordPrefixes, &r.dateGlue} {
+		for _, pl := range []*endList{&r.dayPrefixes, &r.ordPrefixes, &r.dateGlue} {
 			if st := sc.endingAt(pl, i, lo); st >= 0 {
 				dp.start = st
 				break
@@ -600,7 +604,7 @@ func (sc *vscan) endsDate(k int) bool {
 	if e.month != 0 || e.weekday != 0 {
 		return true
 	}
-	for _, pl := range []*phraseList{&sc.r.dateGlue, &sc.r.timePrefixes, &sc.r.weakPrefixes} {
+	for _, pl := range []*phraseList{&sc.r.dateGlue.phraseList, &sc.r.timePrefixes.phraseList, &sc.r.weakPrefixes.phraseList} {
 		if end, _ := sc.startingAt(pl, k); end > k {
 			return true
 		}
