@@ -640,7 +640,7 @@ func (sc *vscan) afterNumber(i, lo int, n num) Value {
 		// a day of the month.
 		return Value{}
 	}
-	if n.words && end < len(sc.toks) {
+	if n.words && end < len(sc.toks) && !sc.breakAt(end) {
 		// Two numbers in words side by side: a digit by digit reading
 		// ("four five two"), or a guess ("seventy-one twenty-five":
 		// 71.25? 7125? 71 and 25?) the reader does not make.
@@ -650,7 +650,7 @@ func (sc *vscan) afterNumber(i, lo int, n num) Value {
 			}
 		}
 		if m := sc.words(end); m.ok && !m.ord {
-			for m.end < len(sc.toks) {
+			for m.end < len(sc.toks) && !sc.breakAt(m.end) {
 				next := sc.words(m.end)
 				if !next.ok {
 					break

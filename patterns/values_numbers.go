@@ -128,6 +128,9 @@ func (sc *vscan) words(i int) num {
 	good := i // the token after the last part that fit
 	var buf [maxParts]part
 	for j < len(sc.toks) {
+		if j > i && sc.breakAt(j) {
+			break // "twenty, five" is no 25
+		}
 		tok := sc.toks[j]
 		e, _ := sc.r.lookup(tok)
 		if e.flags&fConnector != 0 && e.num == 0 {

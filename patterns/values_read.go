@@ -98,7 +98,8 @@ func (sc *vscan) minor(j int, wordAfter bool) (int64, int, bool) {
 	if k < len(sc.toks) && (sc.hasFlag(k, fConnector) || sc.hasFlag(k, fMinorConn)) {
 		k++
 	}
-	if k >= len(sc.toks) {
+	if k >= len(sc.toks) || sc.breakAt(j) || sc.breakAt(k) {
+		// "20 dollars, 50 with the fee" is no 20.50.
 		return 0, 0, false
 	}
 	m := sc.small(k)
@@ -307,7 +308,7 @@ func (sc *vscan) minutes(j int) (int64, int, bool) {
 	if j < len(sc.toks) && sc.hasFlag(j, fMinuteConn) {
 		j++
 	}
-	if j >= len(sc.toks) {
+	if j >= len(sc.toks) || sc.breakAt(j) {
 		return 0, 0, false
 	}
 	if e, _ := sc.r.lookup(sc.toks[j]); e.digit > 0 && e.num == 0 && j+1 < len(sc.toks) {
@@ -581,6 +582,16 @@ func (sc *vscan) skipGlue(j int) int {
 	return j
 }
 
+// breakAt: a comma, colon or dash stands before toks[k].
+func (sc *vscan) breakAt(k int) bool {
+	for _, b := range sc.breaks {
+		if b == k {
+			return true
+		}
+	}
+	return false
+}
+
 func (sc *vscan) monthAt(k int) bool {
 	if k >= len(sc.toks) {
 		return false
@@ -595,10 +606,8 @@ func (sc *vscan) endsDate(k int) bool {
 	if k >= len(sc.toks) {
 		return true
 	}
-	for _, b := range sc.breaks {
-		if b == k {
-			return true
-		}
+	if sc.breakAt(k) {
+		return true
 	}
 	e, _ := sc.r.lookup(sc.toks[k])
 	if e.month != 0 || e.weekday != 0 {

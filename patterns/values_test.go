@@ -109,6 +109,9 @@ func TestValuesEnglish(t *testing.T) {
 		{"Shall I transfer 500 euros to account 12345678?", []string{"amount[500 euros] 500 EUR", "number[12345678] 12345678"}},
 		{"The total is two hundred and five dollars and six cents.", []string{"amount[two hundred and five dollars and six cents] 205.06 USD"}},
 		{"Shall I pay $50 and 2 tickets?", []string{"amount[$50] 50 USD", "number[2] 2"}},
+		{"That's 20 dollars, 50 with the fee.", []string{"amount[20 dollars] 20 USD", "number[50] 50"}},
+		{"twenty, five", []string{"number[twenty] 20", "number[five] 5"}},
+		{"at 3, 15 people", []string{"time[at 3] 03:00 either", "number[15] 15"}},
 		{"999999999999999999 dollars fifty", []string{"amount[999999999999999999 dollars] 999999999999999999 USD", "number[fifty] 50"}},
 		// Digit by digit.
 		{"Your appeal number is four five two.", []string{"number[four five two] 452"}},
