@@ -196,10 +196,11 @@ func (l *Locale) Parse(text string) Text {
 				tok = strings.Map(dropSpace, tok)
 			}
 			cur.Tokens = append(cur.Tokens, tok)
-			// "am 12. Mai": with ordinal_dot, a dot after a number of one
-			// or two digits and before a word is an ordinal's, not a
-			// sentence end.
-			if l != nil && l.ordinalDot && j-i <= 2 && j+2 < len(s) && s[j] == '.' && s[j+1] == ' ' {
+			// "am 12. Mai", "am 15.12. um 10 Uhr": with ordinal_dot, a dot
+			// after a number of one or two digits, or a day and month
+			// ("15.12"), and before a word is an ordinal's, not a sentence
+			// end.
+			if l != nil && l.ordinalDot && (j-i <= 2 || isDayMonth(s[i:j])) && j+2 < len(s) && s[j] == '.' && s[j+1] == ' ' {
 				if r3, _ := utf8.DecodeRuneInString(s[j+2:]); unicode.IsLetter(r3) {
 					j++
 				}
@@ -313,6 +314,12 @@ func protectAcronyms(text string) string {
 		return text
 	}
 	return string(rs)
+}
+
+// isDayMonth reports whether tok is a day and month in figures, "15.12".
+func isDayMonth(tok string) bool {
+	d, m, ok := strings.Cut(tok, ".")
+	return ok && len(d) >= 1 && len(d) <= 2 && len(m) >= 1 && len(m) <= 2 && isDigits(d) && isDigits(m)
 }
 
 func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }

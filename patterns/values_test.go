@@ -261,7 +261,8 @@ func TestValuesGerman(t *testing.T) {
 		{"am Freitag, dem 12. Mai, um 10:30 Uhr", []string{"datetime[am freitag, dem 12. mai, um 10:30 uhr] m5 d12 wd5 10:30 either"}},
 		{"um 14.30 Uhr", []string{"time[um 14.30 uhr] 14:30"}},
 		{"Der Termin wäre am Dienstag um 10. Soll ich den buchen?", []string{"datetime[am dienstag um 10] wd2 10:00 either"}},
-		{"am 12.05. um 10 Uhr", []string{"date[12.05] m5 d12", "time[um 10 uhr] 10:00 either"}},
+		{"am 12.05. um 10 Uhr", []string{"datetime[12.05. um 10 uhr] m5 d12 10:00 either"}},
+		{"Soll ich den Termin am 15.12. um 16:30 Uhr bestätigen?", []string{"datetime[15.12. um 16:30 uhr] m12 d15 16:30"}},
 		{"1.200.000 Euro", []string{"amount[1.200.000 euro] 1200000 EUR"}},
 	})
 }
