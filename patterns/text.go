@@ -1,6 +1,7 @@
 package patterns
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -432,6 +433,11 @@ func (l *Locale) ParseNumber(tok string) (float64, bool) {
 	units, scale, _, ok := parseDecimal(tok, decimalMark(tok, l != nil && l.decimalComma))
 	if !ok {
 		return 0, false
+	}
+	// Both exact in a float64, so the quotient is rounded once, as
+	// ParseFloat rounds.
+	if units < 1<<53 && scale <= 22 {
+		return float64(units) / math.Pow10(int(scale)), true
 	}
 	v, err := strconv.ParseFloat(strconv.FormatInt(units, 10)+"e-"+strconv.Itoa(int(scale)), 64)
 	return v, err == nil

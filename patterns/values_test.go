@@ -658,6 +658,26 @@ func BenchmarkValues(b *testing.B) {
 	})
 }
 
+// TestParseNumberFigures: figures read as ParseFloat reads their decimal
+// form, without allocating.
+func TestParseNumberFigures(t *testing.T) {
+	for lang, cases := range map[string]map[string]string{
+		"en": {"120.50": "120.50", "0.1": "0.1", "1,200.50": "1200.50", "3.14159": "3.14159", "71.25": "71.25", "1,200,000": "1200000"},
+		"de": {"120,50": "120.50", "1.200,50": "1200.50", "0,3": "0.3", "1.200": "1200"},
+	} {
+		l := locale(t, lang)
+		for in, dec := range cases {
+			want, _ := strconv.ParseFloat(dec, 64)
+			if got, ok := l.ParseNumber(in); !ok || got != want {
+				t.Errorf("%s ParseNumber(%q) = %v, %v; want %v", lang, in, got, ok, want)
+			}
+			if n := testing.AllocsPerRun(20, func() { l.ParseNumber(in) }); n != 0 {
+				t.Errorf("%s ParseNumber(%q): %v allocations", lang, in, n)
+			}
+		}
+	}
+}
+
 func TestParseNumberWords(t *testing.T) {
 	for _, tc := range []struct {
 		lang, tok string
