@@ -15,15 +15,18 @@ const (
 	ArgDate                        // "2026-12-08"
 	ArgTime                        // "15:00", "15:00:00", "3:00 PM"
 	ArgDateTime                    // "2026-12-08T15:00:00", with or without seconds and zone
+	ArgCurrency                    // "USD": an ISO 4217 code, in capitals, alone
 )
 
 // An Arg is a tool argument's value as the guard reads it: a JSON number,
 // a numeric string ("71.25", "$71.25"), an ISO date ("2026-12-08"), a time
-// ("15:00", "3:00 PM"), or an ISO date-time ("2026-12-08T15:00:00").
+// ("15:00", "3:00 PM"), an ISO date-time ("2026-12-08T15:00:00"), or a
+// currency code ("USD", the currency of the call's amounts).
 type Arg struct {
 	Kind ArgKind
 	// ArgNumber: Units × 10^-Scale, exactly; Currency its ISO code when
-	// the string names one ("USD 71.25", "€71.25"), else "".
+	// the string names one ("USD 71.25", "€71.25"), else "". ArgCurrency:
+	// Currency alone.
 	Units    int64
 	Scale    uint8
 	Currency string
@@ -35,6 +38,16 @@ type Arg struct {
 	// than 0 matches no value).
 	Minutes, Seconds int
 }
+
+// isoCurrencies are the active ISO 4217 codes: an argument that is one
+// alone names the call's currency. A standard's codes, not a language's
+// words.
+const isoCurrencies = "AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BTN BWP BYN BZD " +
+	"CAD CDF CHF CLP CNY COP CRC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP GMD GNF GTQ GYD " +
+	"HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD JOD JPY KES KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD " +
+	"MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG " +
+	"QAR RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SOS SRD SSP STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD " +
+	"TZS UAH UGX USD UYU UZS VES VND VUV WST XAF XCD XOF XPF YER ZAR ZMW ZWL"
 
 // argSymbols are the currency signs an argument's string may carry. They
 // are signs of ISO 4217, not words of a language; "$" names several
@@ -72,6 +85,9 @@ func ParseArg(v any) (Arg, bool) {
 func parseArgString(s string) (Arg, bool) {
 	if s == "" || len(s) > 64 {
 		return Arg{}, false
+	}
+	if len(s) == 3 && strings.Contains(isoCurrencies, s) && strings.IndexFunc(s, func(r rune) bool { return r < 'A' || r > 'Z' }) < 0 {
+		return Arg{Kind: ArgCurrency, Currency: s}, true
 	}
 	if a, ok := parseArgDateTime(s); ok {
 		return a, true
@@ -318,6 +334,9 @@ func timeIs(t int, a Arg) bool {
 func (v Value) Matches(a Arg) bool {
 	switch v.Kind {
 	case ValueNumber, ValueAmount:
+		if a.Kind == ArgCurrency {
+			return v.Currency == a.Currency
+		}
 		return v.numberIs(a)
 	case ValueDate:
 		return a.Kind == ArgDate && v.Day != 0 && v.dateAgrees(a)
@@ -345,6 +364,9 @@ func (v Value) Matches(a Arg) bool {
 func (v Value) Agrees(a Arg) bool {
 	switch v.Kind {
 	case ValueNumber, ValueAmount:
+		if a.Kind == ArgCurrency {
+			return v.Currency == a.Currency
+		}
 		return v.numberIs(a)
 	case ValueDate:
 		return v.dateAgrees(a)
@@ -375,10 +397,13 @@ type ArgMatch struct {
 // most 64 of each: the rest are never stated, and stray). A time said
 // without am or pm ("at 3") counts as 3:00 or 15:00 only when exactly one
 // of its readings is among the arguments. A date-time value is matched by
-// its parts: its date and its time must each be some argument's.
+// its parts: its date and its time must each be some argument's. An amount
+// whose currency is said must be in the call's currency when an argument
+// names one ({"amount": 71.25, "currency": "USD"}), and then states it too.
 func MatchArgs(vals []Value, args []Arg) ArgMatch {
 	var m ArgMatch
 	var dateStated, timeStated uint64
+	currencies := argBits(args, func(a Arg) bool { return a.Kind == ArgCurrency })
 	for j, v := range vals {
 		if j >= 64 {
 			break
@@ -386,8 +411,17 @@ func MatchArgs(vals []Value, args []Arg) ArgMatch {
 		var explained bool
 		switch v.Kind {
 		case ValueNumber, ValueAmount:
+			// A currency said must be the call's, when the call names
+			// one: "71.25 euros" does not pay 71.25 with currency USD.
+			cur := argBits(args, func(a Arg) bool { return a.Kind == ArgCurrency && a.Currency == v.Currency })
+			if v.Currency != "" && currencies != 0 && cur == 0 {
+				break
+			}
 			bits := argBits(args, func(a Arg) bool { return v.numberIs(a) })
 			m.Stated |= bits
+			if bits != 0 {
+				m.Stated |= cur
+			}
 			explained = bits != 0
 		case ValueDate, ValueTime, ValueDateTime:
 			explained = true

@@ -408,7 +408,11 @@ func TestParseArg(t *testing.T) {
 		{"3:00 PM", Arg{Kind: ArgTime, Minutes: 900}, true},
 		{"12 AM", Arg{Kind: ArgTime, Minutes: 0}, true},
 		{"12pm", Arg{Kind: ArgTime, Minutes: 720}, true},
+		{"USD", Arg{Kind: ArgCurrency, Currency: "USD"}, true},
 		// Not values, or not without guessing.
+		{"usd", Arg{}, false},
+		{"ABC", Arg{}, false},
+		{"D E", Arg{}, false},
 		{"1,200", Arg{}, false},
 		{"1.200", Arg{}, false},
 		{"A-17", Arg{}, false},
@@ -536,6 +540,9 @@ func TestMatchArgs(t *testing.T) {
 		{"unclear amounts are stray", "en", "Shall I charge seventy-one twenty-five?", []any{71.25}, 0, 1},
 		{"a number no argument holds", "en", "Shall I book 2 tickets?", []any{"2026-12-08"}, 0, 1},
 		{"a quantity argument", "en", "Shall I book 2 tickets?", []any{2.0}, 1, 0},
+		{"the call's currency", "en", "Shall I pay $71.25?", []any{71.25, "USD"}, 3, 0},
+		{"another currency", "en", "Shall I pay 71.25 euros?", []any{71.25, "USD"}, 0, 1},
+		{"no currency said", "en", "Shall I pay 71.25?", []any{71.25, "USD"}, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := locale(t, tc.lang)
