@@ -295,6 +295,14 @@ func (v Value) numberIs(a Arg) bool {
 	return decEqual(v.Units, v.Scale, a.Units, a.Scale)
 }
 
+// amountIs: a is v's number, or the currency v is said in.
+func (v Value) amountIs(a Arg) bool {
+	if a.Kind == ArgCurrency {
+		return v.Currency == a.Currency
+	}
+	return v.numberIs(a)
+}
+
 // dateAgrees: every part of a date v states is a's ("Tuesday the 8th"
 // and 2026-12-08, a Tuesday). An unsure numeric date agrees with nothing.
 func (v Value) dateAgrees(a Arg) bool {
@@ -334,10 +342,7 @@ func timeIs(t int, a Arg) bool {
 func (v Value) Matches(a Arg) bool {
 	switch v.Kind {
 	case ValueNumber, ValueAmount:
-		if a.Kind == ArgCurrency {
-			return v.Currency == a.Currency
-		}
-		return v.numberIs(a)
+		return v.amountIs(a)
 	case ValueDate:
 		return a.Kind == ArgDate && v.Day != 0 && v.dateAgrees(a)
 	case ValueTime:
@@ -364,10 +369,7 @@ func (v Value) Matches(a Arg) bool {
 func (v Value) Agrees(a Arg) bool {
 	switch v.Kind {
 	case ValueNumber, ValueAmount:
-		if a.Kind == ArgCurrency {
-			return v.Currency == a.Currency
-		}
-		return v.numberIs(a)
+		return v.amountIs(a)
 	case ValueDate:
 		return v.dateAgrees(a)
 	case ValueTime:
