@@ -1,6 +1,8 @@
 package patterns
 
 import (
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -12,66 +14,68 @@ import (
 
 // valueHit is one value a sentence states, as the judge reads it: the
 // tokens [start, end) of the sentence, and whether it is the value of
-// one of the call's arguments.
+// none of the call's arguments (stray).
 type valueHit struct {
 	start, end int
 	text       string
-	// args are the names of the arguments it states.
-	args []string
+	kind       ValueKind
+	stray      bool
 }
 
-// readValues returns the values sentence s states, each with the
-// arguments it is the value of.
-func (l *Locale) readValues(s Sentence, args []Argument) []valueHit {
-	var out []valueHit
-	for i, tok := range s.Tokens {
-		n, ok := l.ParseNumber(tok)
-		if !ok {
-			continue
-		}
-		h := valueHit{start: i, end: i + 1, text: tok}
-		for _, a := range args {
-			if argNumberIs(l, a.Value, n) || argHoldsToken(l, a.Value, tok) {
-				h.args = append(h.args, a.Name)
+// callArgs are the call's arguments, read once per decision: each as a
+// value (ParseArg), or, for a string that is none, as words.
+type callArgs struct {
+	list []Argument
+	// vals are the arguments ParseArg reads, and at[i] the index in list
+	// of vals[i].
+	vals []Arg
+	at   []int
+	// timed: some argument is a date, a time or both.
+	timed bool
+	// words holds, per locale, the folded words of each string argument.
+	words map[*Locale][][]string
+}
+
+func newCallArgs(args []Argument) *callArgs {
+	ca := &callArgs{list: args}
+	for i, a := range args {
+		if v, ok := ParseArg(a.Value); ok {
+			ca.vals = append(ca.vals, v)
+			ca.at = append(ca.at, i)
+			switch v.Kind {
+			case ArgDate, ArgTime, ArgDateTime:
+				ca.timed = true
 			}
 		}
-		out = append(out, h)
 	}
-	return out
+	return ca
 }
 
-// argNumberIs reports whether an argument's value is the number n: a JSON
-// number, or a string of digits with the locale's separators and a
-// currency sign ("75.00", "$71.25").
-func argNumberIs(l *Locale, v any, n float64) bool {
-	f, ok := argNumber(l, v)
-	return ok && f == n
-}
-
-func argNumber(l *Locale, v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case string:
-		s := strings.TrimSpace(strings.Trim(strings.TrimSpace(x), "$€£¥"))
-		if s == "" || strings.ContainsFunc(s, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '.' || r == ',') }) {
-			return 0, false
+// wordsIn returns the folded words of each string argument, as l reads
+// them.
+func (ca *callArgs) wordsIn(l *Locale) [][]string {
+	if ws, ok := ca.words[l]; ok {
+		return ws
+	}
+	ws := make([][]string, len(ca.list))
+	for i, a := range ca.list {
+		if s, ok := a.Value.(string); ok {
+			ws[i] = l.Parse(s).Tokens()
 		}
-		return l.ParseNumber(s)
 	}
-	return 0, false
+	if ca.words == nil {
+		ca.words = map[*Locale][][]string{}
+	}
+	ca.words[l] = ws
+	return ws
 }
 
-// argHoldsToken reports whether a string argument holds tok as one of its
+// holdsWord reports whether a string argument holds tok as one of its
 // words ("4471" of "A-4471").
-func argHoldsToken(l *Locale, v any, tok string) bool {
-	s, ok := v.(string)
-	if !ok {
-		return false
-	}
-	for _, sen := range l.Parse(s).Sentences {
-		for _, t := range sen.Tokens {
-			if t == tok {
+func (ca *callArgs) holdsWord(l *Locale, tok string) bool {
+	for _, ws := range ca.wordsIn(l) {
+		for _, w := range ws {
+			if w == tok {
 				return true
 			}
 		}
@@ -79,41 +83,132 @@ func argHoldsToken(l *Locale, v any, tok string) bool {
 	return false
 }
 
-// boundStated checks that each bound argument's value is stated in one of
-// the sentences: numbers as numbers ("$120.50" and "120.50 dollars" state
-// 120.5), other values as their words.
-func (l *Locale) boundStated(sentences []Sentence, args []Argument, bind []string) (string, bool) {
-	for _, name := range bind {
-		var arg *Argument
-		for i := range args {
-			if args[i].Name == name {
-				arg = &args[i]
-				break
+// readValues returns the values sentence s states (Locale.Values), each
+// marked stray when it is the value of none of the call's arguments
+// (MatchArgs): an amount or number no argument holds, a relative or
+// unclear value, "at 3" when both 3:00 and 15:00 are arguments. A number
+// that is a word of a string argument ("claim 4471" for "A-4471") is no
+// stray. stated has bit i set when the values state the argument
+// ca.list[i].
+func (l *Locale) readValues(s Sentence, ca *callArgs) (hits []valueHit, stated uint64) {
+	vals := l.possessiveDates(s, l.Values(s))
+	if len(vals) == 0 {
+		return nil, 0
+	}
+	m := MatchArgs(vals, ca.vals)
+	for i := range ca.vals {
+		if i < 64 && m.Stated&(1<<i) != 0 && ca.at[i] < 64 {
+			stated |= 1 << ca.at[i]
+		}
+	}
+	hits = make([]valueHit, len(vals))
+	for j, v := range vals {
+		h := valueHit{start: v.Start, end: v.End, text: v.Text, kind: v.Kind, stray: j >= 64 || m.Stray&(1<<j) != 0}
+		if h.stray && v.Kind == ValueNumber && v.End-v.Start == 1 && ca.holdsWord(l, s.Tokens[v.Start]) {
+			h.stray = false
+		}
+		l.widenValue(s, &h, ca)
+		hits[j] = h
+	}
+	return hits, stated
+}
+
+// possessiveDates adds to vals the dates a word with a possessive "'s"
+// names ("Thursday's appointment"), which the reader, reading whole
+// words, leaves out. It returns vals, in sentence order.
+func (l *Locale) possessiveDates(s Sentence, vals []Value) []Value {
+	for k, tok := range s.Tokens {
+		if len(tok) < 5 || !strings.HasSuffix(tok, "'s") {
+			continue
+		}
+		covered := false
+		for _, v := range vals {
+			covered = covered || (v.Start <= k && k < v.End)
+		}
+		if covered {
+			continue
+		}
+		for _, v := range l.Values(Sentence{Raw: tok[:len(tok)-2], Tokens: []string{tok[:len(tok)-2]}}) {
+			if v.Kind == ValueDate {
+				v.Start, v.End, v.Text = k, k+1, tok
+				at := sort.Search(len(vals), func(i int) bool { return vals[i].Start > k })
+				vals = slices.Insert(vals, at, v)
 			}
 		}
-		if arg == nil {
-			return name + " (the call has no such argument)", false
+	}
+	return vals
+}
+
+// widenValue takes into a value the words after it that the reader leaves
+// out but that belong to it: a currency word after an amount with its
+// sign ("$1,250.50 pesos"), and a part of the day after a date ("samedi
+// matin", "giovedì sera"). A part of the day must agree with a time
+// argument when the call has one: "Saturday evening" books no 9:00.
+func (l *Locale) widenValue(s Sentence, h *valueHit, ca *callArgs) {
+	r := l.values
+	if r == nil || h.end >= len(s.Tokens) {
+		return
+	}
+	switch h.kind {
+	case ValueAmount:
+		if w, ok := r.lookup(s.Tokens[h.end]); ok && w.cur != "" {
+			h.end++
 		}
-		if _, isNum := argNumber(l, arg.Value); isNum {
-			found := false
-			for _, s := range sentences {
-				for _, h := range l.readValues(s, args) {
-					for _, n := range h.args {
-						if n == name {
-							found = true
-						}
-					}
+	case ValueDate, ValueRelative:
+		var from, to int
+		if sp, ok := r.periods.startsWith(s.Tokens[h.end:]); ok {
+			rg := r.periods.val[sp.p]
+			from, to = rg>>8*60, rg&0xff*60
+			h.end += sp.end
+		} else if sp, ok := l.dayPeriods.startsWith(s.Tokens[h.end:]); ok {
+			rg := l.dayPeriodHours[sp.p]
+			from, to = rg[0]*60, rg[1]*60
+			h.end += sp.end
+		} else {
+			return
+		}
+		if !ca.timed || h.stray {
+			return
+		}
+		agrees := false
+		for _, a := range ca.vals {
+			if a.Kind != ArgTime && a.Kind != ArgDateTime {
+				continue
+			}
+			for _, m := range []int{a.Minutes, a.Minutes + 24*60} {
+				if m >= from && m < to {
+					agrees = true
 				}
 			}
-			if !found {
-				f, _ := argNumber(l, arg.Value)
-				return name + " = " + strconv.FormatFloat(f, 'f', -1, 64), false
+		}
+		h.stray = !agrees
+	}
+}
+
+// boundStated checks that each bound argument's value is stated in one of
+// the sentences: amounts, dates and times as values that state it
+// exactly ("$120.50" and "ciento veinte con cincuenta" state 120.5), other
+// values as their words.
+func (l *Locale) boundStated(sentences []Sentence, ca *callArgs, bind []string) (string, bool) {
+	var stated uint64
+	for _, s := range sentences {
+		_, st := l.readValues(s, ca)
+		stated |= st
+	}
+	for _, name := range bind {
+		i := slices.IndexFunc(ca.list, func(a Argument) bool { return a.Name == name })
+		if i < 0 {
+			return name + " (the call has no such argument)", false
+		}
+		if slices.Contains(ca.at, i) {
+			if i >= 64 || stated&(1<<i) == 0 {
+				return name + " = " + clip(argString(ca.list[i].Value), 80), false
 			}
 			continue
 		}
-		s, isStr := arg.Value.(string)
+		s, isStr := ca.list[i].Value.(string)
 		if !isStr || !l.ContainsValue(Text{Sentences: sentences}, s) {
-			return name + " = " + clip(argString(arg.Value), 80), false
+			return name + " = " + clip(argString(ca.list[i].Value), 80), false
 		}
 	}
 	return "", true
@@ -121,11 +216,12 @@ func (l *Locale) boundStated(sentences []Sentence, args []Argument, bind []strin
 
 // strayValue returns the first value the text states that is none of the
 // call's arguments, with its sentence.
-func (l *Locale) strayValue(t Text, args []Argument) (sentence, value string, ok bool) {
+func (l *Locale) strayValue(t Text, ca *callArgs) (sentence, value string, ok bool) {
 	for _, s := range t.Sentences {
-		for _, h := range l.readValues(s, args) {
-			if len(h.args) == 0 {
-				return s.Raw, h.text, false
+		hits, _ := l.readValues(s, ca)
+		for _, h := range hits {
+			if h.stray {
+				return unmark(s.Raw), h.text, false
 			}
 		}
 	}

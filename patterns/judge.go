@@ -111,6 +111,7 @@ type Verdict struct {
 func Judge(in Input) Verdict {
 	var v Verdict
 	loc := in.Answer.Locale
+	ca := newCallArgs(in.Args)
 	answer := loc.Parse(in.Answer.Text)
 	v.StatesQuantity = loc.StatesQuantity(answer)
 
@@ -127,13 +128,14 @@ func Judge(in Input) Verdict {
 	var echo map[string]bool
 	if v.Asked {
 		echo = TokenSet(Text{Sentences: []Sentence{q.Sentence}})
-		v.QuestionSentence = q.Sentence.Raw
+		v.QuestionSentence = unmark(q.Sentence.Raw)
 		v.Matches = append(v.Matches, q.Matches...)
 		// A yes may restate the call's values ("Yes, 71.25 is right"),
 		// never another one.
 		for _, s := range answer.Sentences {
-			for _, h := range loc.readValues(s, in.Args) {
-				if len(h.args) > 0 {
+			hits, _ := loc.readValues(s, ca)
+			for _, h := range hits {
+				if !h.stray {
 					for _, tok := range s.Tokens[h.start:h.end] {
 						echo[tok] = true
 					}
@@ -147,24 +149,24 @@ func Judge(in Input) Verdict {
 		return v.with(Negated, ans.Detail)
 	}
 	if !v.Asked {
-		return v.instruction(in, loc, answer, qText, ans, q, qTurn != nil)
+		return v.instruction(in, ca, loc, answer, qText, ans, q, qTurn != nil)
 	}
 	if ans.NotPlain || (!ans.Affirmative && !ans.Verb) {
 		return v.with(NotPlain, ans.Detail)
 	}
 	// Rule 5: the question must be a plain question about this action.
-	p := qLoc.proposal(qText, q, qTool, in.Args)
+	p := qLoc.proposal(qText, q, qTool, ca)
 	v.Matches = append(v.Matches, p.matches...)
 	if p.outcome != 0 {
 		v.Unexplained = p.unexplained
 		return v.with(p.outcome, p.detail)
 	}
-	if detail, ok := qLoc.boundStated(p.stated, in.Args, in.Bind); !ok {
-		s, plain := qLoc.valuesBefore(qText, p.before, qTool, in.Args)
+	if detail, ok := qLoc.boundStated(p.stated, ca, in.Bind); !ok {
+		s, plain := qLoc.valuesBefore(qText, p.before, qTool, ca)
 		if !plain {
 			return v.with(ArgumentMismatch, detail)
 		}
-		if detail, ok := qLoc.boundStated(append(p.stated, s), in.Args, in.Bind); !ok {
+		if detail, ok := qLoc.boundStated(append(p.stated, s), ca, in.Bind); !ok {
 			return v.with(ArgumentMismatch, detail)
 		}
 	}
@@ -180,17 +182,17 @@ func (v Verdict) with(o Outcome, detail string) Verdict {
 // caller's own plain instruction naming this action counts ("Yes, please
 // submit the appeal."). It may name what the action acts on in words the
 // policy gives any tool ("I'd like to cancel my appointment").
-func (v Verdict) instruction(in Input, loc *Locale, answer, qText Text, ans Judgement, q Question, agentSpoke bool) Verdict {
+func (v Verdict) instruction(in Input, ca *callArgs, loc *Locale, answer, qText Text, ans Judgement, q Question, agentSpoke bool) Verdict {
 	tool := in.Answer.Tool
 	if ans.NotPlain && ans.Verb && tool.Others != nil {
 		ans = loc.JudgeAnswer(answer, tool.Action, tool.Others.Words())
 	}
 	if !ans.NotPlain && ans.Verb {
-		if sen, bad, ok := loc.strayValue(answer, in.Args); !ok {
+		if sen, bad, ok := loc.strayValue(answer, ca); !ok {
 			return v.with(ArgumentMismatch, "the caller's words state "+strconv.Quote(bad)+", which is none of the call's arguments ("+strconv.Quote(sen)+")")
 		}
 		said := Text{Sentences: append(append([]Sentence(nil), answer.Sentences...), qText.Sentences...)}
-		if detail, ok := loc.boundStated(said.Sentences, in.Args, in.Bind); !ok {
+		if detail, ok := loc.boundStated(said.Sentences, ca, in.Bind); !ok {
 			return v.with(ArgumentMismatch, detail)
 		}
 		return v.with(Instructed, "the caller asked for this action by name: "+strconv.Quote(clip(in.Answer.Text, 160)))

@@ -80,8 +80,6 @@ type File struct {
 	// particles after one of the action's verbs (nl "boek het maar").
 	Particles     []string `yaml:"particles"`
 	QuantityWords []string `yaml:"quantity_words"`
-	// NumberWords maps number words to their value ("two": 2).
-	NumberWords map[string]float64 `yaml:"number_words"`
 
 	// Agent turns.
 	ConfirmRequests []string `yaml:"confirm_requests"`
@@ -153,6 +151,16 @@ type File struct {
 	// PartyArticles are party prepositions that hold their article (es
 	// "al", de "beim", fr "au"): the party may follow them directly.
 	PartyArticles []string `yaml:"party_articles"`
+	// Determiners are the articles and possessives of the language: a date
+	// after one and before an object, or before a time the verb acts on,
+	// names which thing the action acts on ("the Friday appointment",
+	// "cancel the 3 o'clock").
+	Determiners []string `yaml:"determiners"`
+	// DayPeriods: a part of the day said after a date, without an hour
+	// ("Saturday morning", "giovedì sera"), and the hours [from, to) it
+	// covers: it must agree with the call's time, or name, with the date,
+	// which thing the action acts on.
+	DayPeriods map[string][2]int `yaml:"day_periods"`
 	// Pronouns point back to what the turn said before ("pay *it*", es
 	// "¿*Lo* pago?"): a bound value may then be stated in the sentence
 	// before. A pronoun right before an object or a value is its
@@ -189,6 +197,10 @@ type File struct {
 	// Inflection turns a policy's verbs and objects into the forms a
 	// model uses.
 	Inflection Inflection `yaml:"inflection"`
+
+	// Values: the words amounts, dates and times are read with
+	// (values_locale.go). A locale without them reads figures only.
+	Values ValuesFile `yaml:"values"`
 }
 
 // Inflection describes how words of the language inflect.
@@ -260,6 +272,9 @@ type Locale struct {
 	frames, tags, plainWords, fillerSentences, titles, recaps phraseList
 	statementWords, partyPrepositions, modifierLinks          phraseList
 	partyArticles, pronouns                                   phraseList
+	dayPeriods                                                phraseList
+	determiners                                               map[string]bool
+	dayPeriodHours                                            map[*phrase][2]int
 	pronounEndings                                            []string
 	verbFirstEndings                                          []string
 	verbFirstWords                                            map[string]bool
@@ -282,8 +297,8 @@ type Locale struct {
 	// file is the locale as written, for the locales that mix it in.
 	file *File
 
-	numberWords map[string]float64
-	inflection  Inflection
+	values     *valueRules
+	inflection Inflection
 }
 
 // Lang is the locale's language code ("en").
@@ -450,6 +465,7 @@ func (f *File) Validate(lang string) error {
 		"party_prepositions":            f.PartyPrepositions,
 		"party_articles":                f.PartyArticles,
 		"pronouns":                      f.Pronouns,
+		"determiners":                   f.Determiners,
 		"pronoun_endings":               f.PronounEndings,
 		"modifier_links":                f.ModifierLinks,
 		"not_modifiers":                 f.NotModifiers,
@@ -480,11 +496,7 @@ func (f *File) Validate(lang string) error {
 			seen[fp] = i
 		}
 	}
-	for w := range f.NumberWords {
-		if strings.TrimSpace(w) == "" || strings.ContainsRune(strings.TrimSpace(w), ' ') {
-			bad("number_words", "%q: a number word is one word", w)
-		}
-	}
+	f.Values.validate(bad)
 	for _, c := range slices.Sorted(maps.Keys(f.Clitics)) {
 		fc := Fold(strings.TrimSpace(c))
 		if len(fc) < 2 || fc[0] != '\'' || strings.ContainsAny(fc[1:], "' ") {
@@ -508,6 +520,11 @@ func (f *File) Validate(lang string) error {
 			bad("mix", "%q: a language does not mix with itself", m)
 		}
 	}
+	for _, k := range slices.Sorted(maps.Keys(f.DayPeriods)) {
+		if r := f.DayPeriods[k]; strings.TrimSpace(k) == "" || r[0] < 0 || r[1] <= r[0] || r[1] > 48 {
+			bad("day_periods", "%q: [%d, %d] is not a part of the day in hours", k, r[0], r[1])
+		}
+	}
 	for _, e := range slices.Sorted(maps.Keys(f.Inflection.StemEndings)) {
 		if strings.TrimSpace(e) == "" {
 			bad("inflection.stem_endings", "empty ending")
@@ -522,7 +539,6 @@ func compileLocale(f *File) *Locale {
 		name:          f.Name,
 		maxPlainWords: f.MaxPlainWords,
 		decimalComma:  f.DecimalComma,
-		numberWords:   map[string]float64{},
 		inflection:    f.Inflection,
 	}
 	for _, e := range f.Elisions {
@@ -546,9 +562,6 @@ func compileLocale(f *File) *Locale {
 	sort.SliceStable(l.clitics, func(i, j int) bool { return len(l.clitics[i].suffix) > len(l.clitics[j].suffix) })
 	// Longest elision first, so "qu'" wins over a shorter one.
 	sort.Slice(l.elisions, func(i, j int) bool { return len(l.elisions[i]) > len(l.elisions[j]) })
-	for w, v := range f.NumberWords {
-		l.numberWords[Fold(strings.TrimSpace(w))] = v
-	}
 	l.file = f
 	c := func(srcs []string) phraseList { return compileList(l, srcs) }
 	l.affirmatives = c(f.Affirmatives)
@@ -585,6 +598,18 @@ func compileLocale(f *File) *Locale {
 	l.partyPrepositions = c(f.PartyPrepositions)
 	l.partyArticles = c(f.PartyArticles)
 	l.pronouns = c(f.Pronouns)
+	l.determiners = map[string]bool{}
+	for _, d := range f.Determiners {
+		for _, w := range l.phraseWords(d) {
+			l.determiners[w] = true
+		}
+	}
+	l.dayPeriodHours = map[*phrase][2]int{}
+	for _, src := range slices.Sorted(maps.Keys(f.DayPeriods)) {
+		ph := compilePhrase(l, src)
+		l.dayPeriods.add(ph)
+		l.dayPeriodHours[ph] = f.DayPeriods[src]
+	}
 	for _, e := range f.PronounEndings {
 		l.pronounEndings = append(l.pronounEndings, Fold(strings.TrimSpace(e)))
 	}
@@ -628,6 +653,7 @@ func compileLocale(f *File) *Locale {
 	for _, m := range f.Mix {
 		l.mixLangs = append(l.mixLangs, strings.TrimSpace(m))
 	}
+	l.values = compileValues(l, &f.Values)
 	return l
 }
 
@@ -689,7 +715,7 @@ func (f *File) lists() [][]string {
 		f.QuestionWords, f.Fillers, f.Politeness, f.Glue, f.Requests, f.Particles, f.QuantityWords,
 		f.ConfirmRequests, f.QuestionStarts, f.Proceed, f.ConfirmVerbs, f.BackReferences, f.OpenQuestions,
 		f.SideClauses, f.Alternatives, f.Conjunctions, f.Prepositions, f.Frames, f.Tags, f.PlainWords,
-		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.Pronouns, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers}
+		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.Pronouns, f.Determiners, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers}
 }
 
 // Get returns the locale for a BCP-47 tag: "es-MX" falls back to "es". It

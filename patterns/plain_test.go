@@ -129,7 +129,7 @@ func insertedRole(l *Locale, q string, i int, tool Tool) role {
 	n := len(l.Parse(prefix).Tokens())
 	for _, s := range l.Parse(q).Sentences {
 		if n < len(s.Tokens) {
-			r := l.read(s, tool, nil, false)
+			r := l.read(s, tool, newCallArgs(nil), false)
 			return r.roles[n]
 		}
 		n -= len(s.Tokens)

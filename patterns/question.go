@@ -221,7 +221,7 @@ type reading struct {
 // statement: s is the sentence a question points back to, where the small
 // words of a statement ("your balance is $120.50", "the appeal is ready")
 // are explained too.
-func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) reading {
+func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) reading {
 	toks := s.Tokens
 	r := reading{s: s, roles: make([]role, len(toks)), firstVerb: -1, lastVerb: -1}
 	pbuf := make([]int, 0, 8) // the positions of one match at a time
@@ -285,7 +285,8 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) re
 	}
 	// A value wholly inside a plain phrase is a word of it ("that one").
 	plain := l.plainWords.find(toks)
-	for _, h := range l.readValues(s, args) {
+	hits, _ := l.readValues(s, args)
+	for _, h := range hits {
 		inPlain := false
 		for _, sp := range plain {
 			if sp.start <= h.start && h.end <= sp.end {
@@ -295,7 +296,7 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) re
 		if inPlain {
 			continue
 		}
-		if len(h.args) == 0 {
+		if h.stray {
 			r.strays = append(r.strays, h)
 			continue
 		}
@@ -304,12 +305,7 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) re
 			mark(k, roleValue)
 		}
 	}
-	for _, arg := range args {
-		sv, ok := arg.Value.(string)
-		if !ok {
-			continue
-		}
-		want := l.Parse(sv).Tokens()
+	for _, want := range args.wordsIn(l) {
 		if len(want) == 0 {
 			continue
 		}
@@ -378,6 +374,9 @@ func (l *Locale) read(s Sentence, tool Tool, args []Argument, statement bool) re
 		}
 	}
 	l.slots(&r, tool)
+	if !args.timed {
+		l.identifyingDates(&r)
+	}
 	// A stray value's words stay unexplained even where a plain word
 	// would cover them.
 	for _, h := range r.strays {
@@ -401,7 +400,7 @@ func (r *reading) unexplainedWords() []string {
 	var run []string
 	flush := func() {
 		if len(run) > 0 {
-			out = append(out, strings.Join(run, " "))
+			out = append(out, unmark(strings.Join(run, " ")))
 			run = run[:0]
 		}
 	}
@@ -499,6 +498,126 @@ func (l *Locale) firstPerson(tok string) bool {
 	return false
 }
 
+// identifyingDates explains the dates and times that say which thing the
+// action acts on, when the call has no date or time argument to hold them
+// to (a tool that cancels by id): a value joined to an object by a
+// modifier link ("la cita *de mañana*", "uw afspraak *van morgen*", "den
+// Widerspruch *vom 3. Februar*"), right before one ("the *Friday*
+// appointment"), or after one that another tool lists ("cancel your
+// appointment *on March 3rd*": the booking tool made it, and the date
+// says which). After the tool's own object, or the verb, a value says
+// when to act ("Shall I pay the bill *on Friday*?", "¿Presento la
+// apelación *mañana*?") and stays stray.
+func (l *Locale) identifyingDates(r *reading) {
+	kept := r.strays[:0]
+	for _, h := range r.strays {
+		switch h.kind {
+		case ValueDate, ValueTime, ValueDateTime, ValueRelative:
+		default:
+			kept = append(kept, h)
+			continue
+		}
+		if !l.identifies(r, h) {
+			kept = append(kept, h)
+			continue
+		}
+		r.values = append(r.values, h)
+		for k := h.start; k < h.end; k++ {
+			r.roles[k] = roleValue
+		}
+	}
+	r.strays = kept
+	// A possessive date before a time so explained goes with it
+	// ("Thursday's 2:15").
+	kept = r.strays[:0]
+	for _, h := range r.strays {
+		if h.kind == ValueDate && h.end < len(r.roles) && r.roles[h.end] == roleValue && strings.HasSuffix(r.s.Tokens[h.start], "'s") {
+			r.values = append(r.values, h)
+			r.roles[h.start] = roleValue
+			continue
+		}
+		kept = append(kept, h)
+	}
+	r.strays = kept
+}
+
+// strayOrValueAt reports whether a value, explained or stray, takes
+// toks[k].
+func (r *reading) strayOrValueAt(k int) bool {
+	for _, hs := range [][]valueHit{r.values, r.strays} {
+		for _, h := range hs {
+			if h.start <= k && k < h.end {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// identifies reports whether value h stands where it names which object
+// the action acts on (see identifyingDates).
+func (l *Locale) identifies(r *reading, h valueHit) bool {
+	toks := r.s.Tokens
+	possessive := h.end-h.start == 1 && strings.HasSuffix(toks[h.start], "'s")
+	det := func(k int) bool { return k >= 0 && r.roles[k] == rolePlain && l.determiners[toks[k]] }
+	// Right before an object, after a determiner or as a possessive ("the
+	// Friday appointment", "Thursday's appointment"); never a relative
+	// date ("the tomorrow appeal").
+	if h.kind != ValueRelative && h.end < len(toks) && (det(h.start-1) || possessive) {
+		if ro := r.roles[h.end]; ro == roleObject || ro == roleOther {
+			return true
+		}
+	}
+	// A time the verb acts on, after a determiner or a possessive date:
+	// "cancel the 3 o'clock", "cancel Thursday's 2:15" (the slot is the
+	// object); "submit it at 3" says when.
+	if h.kind == ValueTime || h.kind == ValueDateTime {
+		k := h.start - 1
+		if k >= 0 && (r.roles[k] == roleValue || r.roles[k] == unexplained) && strings.HasSuffix(toks[k], "'s") && r.strayOrValueAt(k) {
+			k--
+		} else if det(k) {
+			k--
+		}
+		if k < h.start-1 && k >= 0 && r.roles[k] == roleVerb {
+			return true
+		}
+	}
+	// After an object: joined by a link ("la cita *del* lunes", "uw
+	// afspraak *van* morgen", "de la"), past the words that describe the
+	// object, or right after another tool's object.
+	linkAt := func(k int) bool {
+		sp, ok := l.modifierLinks.startsWith(toks[k:])
+		return ok && k+sp.end <= h.start
+	}
+	linked := false
+	if sp, ok := l.modifierLinks.startsWith(toks[h.start:h.end]); ok && sp.end < h.end-h.start {
+		linked = true
+	}
+	k := h.start - 1
+	switch {
+	case k >= 0 && r.roles[k] == rolePlain && linkAt(k):
+		linked, k = true, k-1
+	case k >= 1 && r.roles[k] == rolePlain && r.roles[k-1] == rolePlain && linkAt(k-1):
+		linked, k = true, k-2
+	case k >= 1 && r.roles[k] == rolePlain && r.roles[k-1] == roleOther:
+		return true // "uw afspraak op 3 juni": another tool's thing, and its date
+	}
+	for ; k >= 0; k-- {
+		switch ro := r.roles[k]; {
+		case ro == roleOther:
+			return true
+		case ro == roleObject:
+			return linked
+		case ro == roleModifier || ro == roleValue:
+		case ro == rolePlain && k+1 < len(toks) && (r.roles[k+1] == roleModifier || r.roles[k+1] == roleValue):
+			// the determiner or link of a describing word or date
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 // maxSlot is how many words a modifier or party slot takes.
 const maxSlot = 2
 
@@ -571,6 +690,51 @@ func (l *Locale) slots(r *reading, tool Tool) {
 		}
 		i = j
 	}
+	// A link between an object and what describes it: "votre
+	// réclamation *concernant* la facture de janvier".
+	for k := 0; k < n; k++ {
+		if r.roles[k] != unexplained {
+			continue
+		}
+		sp, ok := l.modifierLinks.startsWith(toks[k:])
+		if !ok {
+			continue
+		}
+		end := k + sp.end
+		if r.describedBefore(k) && r.describesAfter(end) {
+			mark(r, k, end, roleModifier)
+		}
+	}
+}
+
+// describedBefore reports whether, past plain words, an object (or a word
+// describing one) stands before toks[k].
+func (r *reading) describedBefore(k int) bool {
+	for k--; k >= 0; k-- {
+		switch r.roles[k] {
+		case roleObject, roleOther, roleModifier:
+			return true
+		case rolePlain:
+			continue
+		}
+		return false
+	}
+	return false
+}
+
+// describesAfter reports whether, past plain words, an object, a value or
+// a describing word stands from toks[k] on.
+func (r *reading) describesAfter(k int) bool {
+	for ; k < len(r.roles); k++ {
+		switch r.roles[k] {
+		case roleObject, roleOther, roleModifier, roleValue:
+			return true
+		case rolePlain:
+			continue
+		}
+		return false
+	}
+	return false
 }
 
 // mark gives toks [i, j) of r role ro.

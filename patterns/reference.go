@@ -431,7 +431,7 @@ func (p proposed) fail(o Outcome, detail string) proposed {
 // objects with their determiners, the call's values, and the locale's
 // harmless words. Another verb, a negation, an alternative, a time or
 // purpose clause or another number is unexplained, and refuses.
-func (l *Locale) proposal(t Text, q Question, tool Tool, args []Argument) proposed {
+func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) proposed {
 	var p proposed
 	ref := l.Refers(q.Sentence, tool.Action, tool.Others)
 	p.matches = ref.Matches
@@ -500,7 +500,7 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args []Argument) propos
 // valuesBefore returns the sentence before the proposal, at index i, when
 // a bound value may be stated there instead: "Your balance is $120.50.
 // Shall I pay it?". It must state values and be plain itself.
-func (l *Locale) valuesBefore(t Text, i int, tool Tool, args []Argument) (Sentence, bool) {
+func (l *Locale) valuesBefore(t Text, i int, tool Tool, args *callArgs) (Sentence, bool) {
 	if i < 0 {
 		return Sentence{}, false
 	}
