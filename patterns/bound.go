@@ -146,7 +146,27 @@ func (l *Locale) possessiveDates(s Sentence, vals []Value) []Value {
 // argument when the call has one: "Saturday evening" books no 9:00.
 func (l *Locale) widenValue(s Sentence, h *valueHit, ca *callArgs) {
 	r := l.values
-	if r == nil || h.end >= len(s.Tokens) {
+	if r == nil {
+		return
+	}
+	// pt "segunda às 9h": a weekday the reader leaves out, alone, for
+	// it is also an ordinal ("a segunda via"), is one right before a time.
+	if (h.kind == ValueTime || h.kind == ValueDateTime) && h.start > 0 {
+		if wd, ok := l.timeWeekdays[s.Tokens[h.start-1]]; ok {
+			h.start--
+			h.kind = ValueDateTime
+			if !h.stray && ca.timed {
+				agrees := false
+				for _, a := range ca.vals {
+					if (a.Kind == ArgDate || a.Kind == ArgDateTime) && a.weekday() == wd {
+						agrees = true
+					}
+				}
+				h.stray = !agrees
+			}
+		}
+	}
+	if h.end >= len(s.Tokens) {
 		return
 	}
 	switch h.kind {
@@ -170,18 +190,21 @@ func (l *Locale) widenValue(s Sentence, h *valueHit, ca *callArgs) {
 		if !ca.timed || h.stray {
 			return
 		}
-		agrees := false
+		// With a time argument the part of the day must agree with it;
+		// with a date alone, it narrows the date and nothing contradicts.
+		agrees, clocked := false, false
 		for _, a := range ca.vals {
 			if a.Kind != ArgTime && a.Kind != ArgDateTime {
 				continue
 			}
+			clocked = true
 			for _, m := range []int{a.Minutes, a.Minutes + 24*60} {
 				if m >= from && m < to {
 					agrees = true
 				}
 			}
 		}
-		h.stray = !agrees
+		h.stray = clocked && !agrees
 	}
 }
 

@@ -130,12 +130,26 @@ func Judge(in Input) Verdict {
 		echo = TokenSet(Text{Sentences: []Sentence{q.Sentence}})
 		v.QuestionSentence = unmark(q.Sentence.Raw)
 		v.Matches = append(v.Matches, q.Matches...)
-		// A yes may restate the call's values ("Yes, 71.25 is right"),
-		// never another one.
+		// A yes may restate a value of the question that is the call's
+		// ("Yes, 71.25 is right"), never another one ("Ja, am
+		// Donnerstag" to "Dienstag?").
+		var asked uint64
+		for _, s := range qText.Sentences {
+			_, st := qLoc.readValues(s, ca)
+			asked |= st
+		}
+		qToks := TokenSet(qText)
 		for _, s := range answer.Sentences {
-			hits, _ := loc.readValues(s, ca)
+			hits, stated := loc.readValues(s, ca)
 			for _, h := range hits {
-				if !h.stray {
+				if h.stray {
+					continue
+				}
+				said := stated&asked != 0
+				for _, tok := range s.Tokens[h.start:h.end] {
+					said = said || qToks[tok] && tok[0] >= '0' && tok[0] <= '9'
+				}
+				if said {
 					for _, tok := range s.Tokens[h.start:h.end] {
 						echo[tok] = true
 					}

@@ -151,6 +151,10 @@ type File struct {
 	// PartyArticles are party prepositions that hold their article (es
 	// "al", de "beim", fr "au"): the party may follow them directly.
 	PartyArticles []string `yaml:"party_articles"`
+	// TimeWeekdays are weekday names the values reader leaves out alone
+	// because they are ordinals too (pt "segunda", "quarta", "quinta"):
+	// right before a time they name the weekday (1 Monday to 7 Sunday).
+	TimeWeekdays map[string]int `yaml:"time_weekdays"`
 	// Determiners are the articles and possessives of the language: a date
 	// after one and before an object, or before a time the verb acts on,
 	// names which thing the action acts on ("the Friday appointment",
@@ -273,6 +277,7 @@ type Locale struct {
 	statementWords, partyPrepositions, modifierLinks          phraseList
 	partyArticles, pronouns                                   phraseList
 	dayPeriods                                                phraseList
+	timeWeekdays                                              map[string]int
 	determiners                                               map[string]bool
 	dayPeriodHours                                            map[*phrase][2]int
 	pronounEndings                                            []string
@@ -520,6 +525,11 @@ func (f *File) Validate(lang string) error {
 			bad("mix", "%q: a language does not mix with itself", m)
 		}
 	}
+	for _, w := range slices.Sorted(maps.Keys(f.TimeWeekdays)) {
+		if d := f.TimeWeekdays[w]; d < 1 || d > 7 || strings.ContainsRune(strings.TrimSpace(w), ' ') {
+			bad("time_weekdays", "%q: %d: a weekday is one word and 1 (Monday) to 7 (Sunday)", w, d)
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(f.DayPeriods)) {
 		if r := f.DayPeriods[k]; strings.TrimSpace(k) == "" || r[0] < 0 || r[1] <= r[0] || r[1] > 48 {
 			bad("day_periods", "%q: [%d, %d] is not a part of the day in hours", k, r[0], r[1])
@@ -598,6 +608,10 @@ func compileLocale(f *File) *Locale {
 	l.partyPrepositions = c(f.PartyPrepositions)
 	l.partyArticles = c(f.PartyArticles)
 	l.pronouns = c(f.Pronouns)
+	l.timeWeekdays = map[string]int{}
+	for w, d := range f.TimeWeekdays {
+		l.timeWeekdays[l.fold(strings.TrimSpace(w))] = d
+	}
 	l.determiners = map[string]bool{}
 	for _, d := range f.Determiners {
 		for _, w := range l.phraseWords(d) {

@@ -66,8 +66,19 @@ func (l *Locale) splitRunOn(t Text) Text {
 			out = &Text{Sentences: append(make([]Sentence, 0, len(t.Sentences)+len(cuts)), t.Sentences[:i]...)}
 		}
 		from := 0
+		// Each part's Raw is its stretch of the sentence's, so that values
+		// keep their signs and colons ("11:30", "$71.25").
+		at := tokenOffsets(s)
 		for _, c := range append(cuts, len(s.Tokens)) {
-			part := Sentence{Tokens: s.Tokens[from:c:c], Raw: strings.Join(s.Tokens[from:c], " ")}
+			raw := strings.Join(s.Tokens[from:c], " ")
+			if at != nil {
+				end := len(s.Raw)
+				if c < len(s.Tokens) {
+					end = at[c]
+				}
+				raw = strings.TrimSpace(s.Raw[at[from]:end])
+			}
+			part := Sentence{Tokens: s.Tokens[from:c:c], Raw: raw}
 			for _, b := range s.Breaks {
 				if b > from && b < c {
 					part.Breaks = append(part.Breaks, b-from)
@@ -81,6 +92,22 @@ func (l *Locale) splitRunOn(t Text) Text {
 		return t
 	}
 	return *out
+}
+
+// tokenOffsets returns where each token of s starts in s.Raw, or nil when
+// one is not found there as written (a clitic's word).
+func tokenOffsets(s Sentence) []int {
+	at := make([]int, len(s.Tokens))
+	pos := 0
+	for k, tok := range s.Tokens {
+		i := strings.Index(s.Raw[pos:], tok)
+		if i < 0 {
+			return nil
+		}
+		at[k] = pos + i
+		pos += i + len(tok)
+	}
+	return at
 }
 
 // openerCuts returns where, after its first word, question openers start
