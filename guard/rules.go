@@ -154,7 +154,8 @@ func (rs *ruleset) action(t *toolRules, loc *patterns.Locale) *patterns.Action {
 		}
 	}
 	v, o := t.words(loc.Lang())
-	a := loc.CompileAction(v, o, rs.sharedVerbs(t, loc.Lang(), v)...)
+	shared, rivals := rs.sharedVerbs(t, loc.Lang(), v)
+	a := loc.CompileTool(v, o, shared, rivals)
 	if t.cached {
 		rs.compiled.Store(key, a)
 	}
@@ -162,24 +163,30 @@ func (rs *ruleset) action(t *toolRules, loc *patterns.Locale) *patterns.Action {
 }
 
 // sharedVerbs returns those of verbs (t's, in lang) that another listed
-// tool needing confirmation lists too.
-func (rs *ruleset) sharedVerbs(t *toolRules, lang string, verbs []string) []string {
-	var out []string
+// tool needing confirmation lists too, and the objects of those tools.
+func (rs *ruleset) sharedVerbs(t *toolRules, lang string, verbs []string) (shared, rivals []string) {
 	for _, name := range slices.Sorted(maps.Keys(rs.policy.Tools)) {
 		o := rs.tools[name]
 		if name == t.name || !o.confirm() {
 			continue
 		}
-		ov, _ := o.words(lang)
+		ov, oo := o.words(lang)
+		rival := false
 		for _, v := range verbs {
 			for _, w := range ov {
-				if patterns.Fold(strings.TrimSpace(v)) == patterns.Fold(strings.TrimSpace(w)) && !slices.Contains(out, v) {
-					out = append(out, v)
+				if patterns.Fold(strings.TrimSpace(v)) == patterns.Fold(strings.TrimSpace(w)) {
+					rival = true
+					if !slices.Contains(shared, v) {
+						shared = append(shared, v)
+					}
 				}
 			}
 		}
+		if rival {
+			rivals = append(rivals, oo...)
+		}
 	}
-	return out
+	return shared, rivals
 }
 
 // conjunctions joins actions in a tool's name: "submit_appeal_and_close_account".

@@ -169,8 +169,10 @@ type Action struct {
 	shared phraseList
 	// sharedVerbs are this action's verbs (as the policy writes them)
 	// that another tool lists too: a question naming only such a verb
-	// must also name this action's object.
+	// must also name what this action acts on, and none of rivals, the
+	// objects of the tools that share them.
 	sharedVerbs map[string]bool
+	rivals      phraseList
 	// objectWords are the single-word forms of the objects and of the
 	// nouns the verbs make.
 	objectWords map[string]bool
@@ -179,6 +181,11 @@ type Action struct {
 	// askVerbHoldsObject: it names an object itself ("send a copy").
 	askVerb            string
 	askVerbHoldsObject bool
+	// thingless: the policy names no thing the action acts on, only
+	// nouns of its verbs ("cancellation"): a thing the question
+	// identifies by its date ("cancel the Friday visit") is then what it
+	// acts on.
+	thingless bool
 	// ask is the plain question AskFor suggests, written once for the
 	// locale that compiled the action (askedIn).
 	ask     string
@@ -191,9 +198,24 @@ type Action struct {
 //
 // shared names the verbs another confirmed tool lists too.
 func (l *Locale) CompileAction(verbs, objects []string, shared ...string) *Action {
+	return l.CompileTool(verbs, objects, shared, nil)
+}
+
+// CompileTool is CompileAction for a tool that shares verbs with others:
+// shared are its verbs another confirmed tool lists too, rivals the
+// objects of those tools. A question that names only a shared verb must
+// name what the action acts on, and no rival's object: "Shall I cancel
+// it?" and "Shall I cancel your subscription?" are no question about
+// cancelling an appointment.
+func (l *Locale) CompileTool(verbs, objects, shared, rivals []string) *Action {
 	a := &Action{words: map[string]bool{}, sharedVerbs: map[string]bool{}, objectWords: map[string]bool{}}
 	for _, v := range shared {
 		a.sharedVerbs[v] = true
+	}
+	for _, o := range rivals {
+		for _, p := range l.compileInflected(o, map[string]bool{}, false) {
+			a.rivals.add(p)
+		}
 	}
 	if len(verbs) > 0 {
 		a.Verb = verbs[0]
@@ -217,9 +239,13 @@ func (l *Locale) CompileAction(verbs, objects []string, shared ...string) *Actio
 			}
 		}
 	}
+	verbNouns := map[string]bool{}
 	for _, v := range verbs {
 		for _, p := range l.compileInflected(v, a.words, true) {
 			a.verbs.add(p)
+		}
+		for f := range l.verbNouns(v) {
+			verbNouns[f] = true
 		}
 		// The nouns a verb makes name what it acts on: "die Buchung
 		// stornieren" is about cancelling, not booking.
@@ -239,6 +265,12 @@ func (l *Locale) CompileAction(verbs, objects []string, shared ...string) *Actio
 					a.objectWords[f] = true
 				}
 			}
+		}
+	}
+	a.thingless = true
+	for _, o := range objects {
+		if fo := l.fold(strings.TrimSpace(o)); !verbNouns[fo] {
+			a.thingless = false
 		}
 	}
 	a.ask, a.askedIn = l.askFor(a), l

@@ -231,8 +231,8 @@ type reading struct {
 	// action's verbs (-1 when it names none).
 	firstVerb, lastVerb int
 	// sharedOnly: every verb of this action it holds is one another tool
-	// lists too.
-	sharedOnly bool
+	// lists too; rival: it names an object of such a tool.
+	sharedOnly, rival bool
 	// strays are values that are none of the call's arguments.
 	strays []valueHit
 	values []valueHit
@@ -276,6 +276,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 		}
 	}
 	r.sharedOnly = len(mine) > 0
+	r.rival = len(a.rivals.find(toks)) > 0
 	for _, sp := range mine {
 		if !a.sharedVerbs[sp.p.src] {
 			r.sharedOnly = false
@@ -402,7 +403,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 	}
 	l.slots(&r, tool)
 	if !args.timed {
-		l.identifyingDates(&r)
+		l.identifyingDates(&r, tool.Action)
 	}
 	// A stray value's words stay unexplained even where a plain word
 	// would cover them.
@@ -477,6 +478,13 @@ func (l *Locale) pointsBack(r *reading) bool {
 	return false
 }
 
+// namesTarget reports whether r names what the action acts on well enough
+// for a verb another tool shares: one of its objects, or another tool's
+// that no tool sharing the verb acts on ("cancel your appointment").
+func (r *reading) namesTarget() bool {
+	return r.has(roleObject) || (r.has(roleOther) && !r.rival)
+}
+
 // has reports whether some word of r has role ro.
 func (r *reading) has(ro role) bool { return slices.Contains(r.roles, ro) }
 
@@ -535,7 +543,11 @@ func (l *Locale) firstPerson(tok string) bool {
 // says which). After the tool's own object, or the verb, a value says
 // when to act ("Shall I pay the bill *on Friday*?", "¿Presento la
 // apelación *mañana*?") and stays stray.
-func (l *Locale) identifyingDates(r *reading) {
+//
+// When the policy names no thing the action acts on (a.thingless), a date
+// after a determiner the verb governs identifies the word after it as
+// that thing: "cancel the Friday visit".
+func (l *Locale) identifyingDates(r *reading, a *Action) {
 	kept := r.strays[:0]
 	for _, h := range r.strays {
 		switch h.kind {
@@ -544,7 +556,7 @@ func (l *Locale) identifyingDates(r *reading) {
 			kept = append(kept, h)
 			continue
 		}
-		if !l.identifies(r, h) {
+		if !l.identifies(r, h) && !(a.thingless && l.datedThing(r, h, a)) {
 			kept = append(kept, h)
 			continue
 		}
@@ -579,6 +591,36 @@ func (r *reading) strayOrValueAt(k int) bool {
 		}
 	}
 	return false
+}
+
+// datedThing reports whether value h, after the verb and a determiner,
+// dates the content word (or two) after it, which the verb acts on: "cancel
+// the *Friday* visit". The words are explained with it.
+func (l *Locale) datedThing(r *reading, h valueHit, a *Action) bool {
+	toks := r.s.Tokens
+	if h.kind == ValueRelative || h.start < 1 {
+		return false
+	}
+	// The determiner before the value, or the first word of its own
+	// ("the friday").
+	k := h.start - 1
+	if r.roles[k] == rolePlain && l.determiners[toks[k]] {
+		k--
+	} else if !l.determiners[toks[h.start]] {
+		return false
+	}
+	if k < 0 || r.roles[k] != roleVerb {
+		return false
+	}
+	j := h.end
+	for j < len(toks) && j-h.end < maxSlot && r.roles[j] == unexplained && l.contentWord(toks[j], a) && !l.notModifiers[toks[j]] {
+		j++
+	}
+	if j == h.end || (j < len(toks) && r.roles[j] == unexplained) {
+		return false
+	}
+	mark(r, h.end, j, roleModifier)
+	return true
 }
 
 // identifies reports whether value h stands where it names which object

@@ -451,7 +451,7 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) propose
 	from, back := q.Index, l.pointsBack(&qr)
 	switch ref.Kind {
 	case RefVerb, RefObject:
-		if qr.sharedOnly && !qr.has(roleObject) {
+		if qr.sharedOnly && !qr.namesTarget() {
 			// "Shall I cancel it?" with two tools that cancel: the turn
 			// must name this one's object.
 			if !l.turnNamesObject(t, q.Index, tool) {
@@ -479,7 +479,7 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) propose
 				p.unexplained = fail.unexplained
 				return p.fail(fail.outcome, "the question "+quoted+" points back to "+strconv.Quote(s.Raw)+": "+fail.detail)
 			}
-			if pr.sharedOnly && !pr.has(roleObject) && !qr.has(roleObject) {
+			if pr.sharedOnly && !pr.namesTarget() && !qr.namesTarget() {
 				return p.fail(ActionMismatch, "the turn names a verb another action shares, and never what this action acts on")
 			}
 			p.stated = append(p.stated, s)
@@ -604,11 +604,17 @@ func (l *Locale) previousContent(t Text, i int, tool Tool) int {
 	return -1
 }
 
-// turnNamesObject reports whether a sentence of t up to index qi names one
-// of the action's objects outside a side clause.
+// turnNamesObject reports whether a sentence of t before index qi names
+// what the action acts on, outside a side clause: one of its objects, or
+// another tool's that no tool sharing its verb acts on.
 func (l *Locale) turnNamesObject(t Text, qi int, tool Tool) bool {
 	for i := qi - 1; i >= 0; i-- {
-		if len(tool.Action.objects.find(l.mainClause(t.Sentences[i]))) > 0 {
+		toks := l.mainClause(t.Sentences[i])
+		if len(tool.Action.objects.find(toks)) > 0 {
+			return true
+		}
+		if tool.Others != nil && len(tool.Action.rivals.find(toks)) == 0 &&
+			(len(tool.Others.shared.find(toks)) > 0 || len(tool.Others.objects.find(toks)) > 0) {
 			return true
 		}
 	}
