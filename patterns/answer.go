@@ -84,7 +84,17 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 	saidYes := slices.Clone(covered)
 	var verbSpans []span
 	if a != nil {
-		verbSpans = a.verbs.find(toks)
+		// Verbs are found sentence by sentence: a separated prefix ends
+		// its clause where its sentence ends ("maak maar over. 89,90 euro
+		// is juist.").
+		base := 0
+		for _, sen := range t.Sentences {
+			for _, sp := range a.verbs.find(sen.Tokens) {
+				sp.start, sp.end = sp.start+base, sp.end+base
+				verbSpans = append(verbSpans, sp)
+			}
+			base += len(sen.Tokens)
+		}
 		// A particle right after one of the action's verbs is no
 		// condition ("boek het maar", "dien het bezwaar maar in").
 		if !l.particles.empty() {

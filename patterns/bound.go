@@ -34,6 +34,9 @@ type callArgs struct {
 	timed bool
 	// words holds, per locale, the folded words of each string argument.
 	words map[*Locale][][]string
+	// read holds the values each sentence states, read once a decision
+	// (readValues): the question is read for them up to four times.
+	read map[valuesKey]readValuesResult
 }
 
 func newCallArgs(args []Argument) *callArgs {
@@ -91,6 +94,31 @@ func (ca *callArgs) holdsWord(l *Locale, tok string) bool {
 // stray. stated has bit i set when the values state the argument
 // ca.list[i].
 func (l *Locale) readValues(s Sentence, ca *callArgs) (hits []valueHit, stated uint64) {
+	key := valuesKey{l, s.Raw, len(s.Tokens)}
+	if c, ok := ca.read[key]; ok {
+		return c.hits, c.stated
+	}
+	hits, stated = l.readValuesOnce(s, ca)
+	if ca.read == nil {
+		ca.read = map[valuesKey]readValuesResult{}
+	}
+	ca.read[key] = readValuesResult{hits, stated}
+	return hits, stated
+}
+
+// valuesKey names a sentence read for values within one decision.
+type valuesKey struct {
+	l    *Locale
+	raw  string
+	toks int
+}
+
+type readValuesResult struct {
+	hits   []valueHit
+	stated uint64
+}
+
+func (l *Locale) readValuesOnce(s Sentence, ca *callArgs) (hits []valueHit, stated uint64) {
 	vals := l.possessiveDates(s, l.Values(s))
 	if len(vals) == 0 {
 		return nil, 0

@@ -134,16 +134,21 @@ func Judge(in Input) Verdict {
 		// ("Yes, 71.25 is right"), never another one ("Ja, am
 		// Donnerstag" to "Dienstag?").
 		var asked uint64
-		for _, s := range qText.Sentences {
-			_, st := qLoc.readValues(s, ca)
-			asked |= st
-		}
-		qToks := TokenSet(qText)
+		var qToks map[string]bool
 		for _, s := range answer.Sentences {
 			hits, stated := loc.readValues(s, ca)
 			for _, h := range hits {
 				if h.stray {
 					continue
+				}
+				if qToks == nil {
+					// Read the agent's turn only for an answer that holds
+					// a value of the call's.
+					for _, s := range qText.Sentences {
+						_, st := qLoc.readValues(s, ca)
+						asked |= st
+					}
+					qToks = TokenSet(qText)
 				}
 				said := stated&asked != 0
 				for _, tok := range s.Tokens[h.start:h.end] {

@@ -150,11 +150,11 @@ func cuts0(cuts []int) int {
 }
 
 // clauseBefore reports whether toks hold a clause of their own: a word of
-// a statement, of a recap, or any tool's verb. Where the finite verb comes
+// a statement, of a recap, or a frame ("ik kan het bezwaar indienen"). Where the finite verb comes
 // second (de, nl), "Dat zal ik nu indienen" is one statement whose
 // object leads, not a clause and then a question.
 func (l *Locale) clauseBefore(toks []string) bool {
-	for _, pl := range []*phraseList{&l.statementWords, &l.recaps} {
+	for _, pl := range []*phraseList{&l.statementWords, &l.recaps, &l.frames} {
 		if _, ok := pl.first(toks); ok {
 			return true
 		}

@@ -379,28 +379,60 @@ func (l *Locale) fold(s string) string {
 	if l == nil || (len(l.keepAccents) == 0 && !l.keepFinalAccents) {
 		return Fold(s)
 	}
-	rs := []rune(norm.NFC.String(s))
+	// Only a word with a letter beyond ASCII can be one to keep apart.
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return Fold(s)
+	}
+	if !norm.NFC.IsNormalString(s) {
+		s = norm.NFC.String(s)
+	}
 	var b strings.Builder
-	for i := 0; i < len(rs); {
-		if !unicode.IsLetter(rs[i]) {
-			b.WriteRune(rs[i])
-			i++
+	last := 0
+	for i := 0; i < len(s); {
+		r, sz := utf8.DecodeRuneInString(s[i:])
+		if !unicode.IsLetter(r) {
+			i += sz
 			continue
 		}
-		j := i
-		for j < len(rs) && unicode.IsLetter(rs[j]) {
-			j++
+		j, n, wide, final := i, 0, false, r
+		for j < len(s) {
+			r2, sz2 := utf8.DecodeRuneInString(s[j:])
+			if !unicode.IsLetter(r2) {
+				break
+			}
+			wide = wide || r2 >= utf8.RuneSelf
+			final = r2
+			n++
+			j += sz2
 		}
-		w := string(rs[i:j])
-		if k, ok := l.keepAccents[strings.ToLower(w)]; ok {
-			b.WriteString(k)
-		} else if l.keepFinalAccents && j-i >= 3 && isAccentedVowel(unicode.ToLower(rs[j-1])) {
-			b.WriteString(keptToken(strings.ToLower(w)))
-		} else {
-			b.WriteString(w)
+		if wide {
+			w := strings.ToLower(s[i:j])
+			rep, ok := l.keepAccents[w]
+			if !ok && l.keepFinalAccents && n >= 3 && isAccentedVowel(unicode.ToLower(final)) {
+				rep, ok = keptToken(w), true
+			}
+			if ok {
+				if b.Len() == 0 {
+					b.Grow(len(s) + 8)
+				}
+				b.WriteString(s[last:i])
+				b.WriteString(rep)
+				last = j
+			}
 		}
 		i = j
 	}
+	if last == 0 {
+		return Fold(s)
+	}
+	b.WriteString(s[last:])
 	return Fold(b.String())
 }
 
