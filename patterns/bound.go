@@ -32,11 +32,18 @@ type callArgs struct {
 	at   []int
 	// timed: some argument is a date, a time or both.
 	timed bool
-	// words holds, per locale, the folded words of each string argument.
-	words map[*Locale][][]string
+	// words holds, per locale (one or two a decision), the folded words
+	// of each string argument.
+	words []localeWords
 	// read holds the values each sentence states, read once a decision
-	// (readValues): the question is read for them up to four times.
-	read map[valuesKey]readValuesResult
+	// (readValues): the question is read for them up to four times. A
+	// decision reads a handful of sentences, so a list beats a map.
+	read []readValuesResult
+}
+
+type localeWords struct {
+	l  *Locale
+	ws [][]string
 }
 
 func newCallArgs(args []Argument) *callArgs {
@@ -57,8 +64,10 @@ func newCallArgs(args []Argument) *callArgs {
 // wordsIn returns the folded words of each string argument, as l reads
 // them.
 func (ca *callArgs) wordsIn(l *Locale) [][]string {
-	if ws, ok := ca.words[l]; ok {
-		return ws
+	for _, lw := range ca.words {
+		if lw.l == l {
+			return lw.ws
+		}
 	}
 	ws := make([][]string, len(ca.list))
 	for i, a := range ca.list {
@@ -66,10 +75,7 @@ func (ca *callArgs) wordsIn(l *Locale) [][]string {
 			ws[i] = l.Parse(s).Tokens()
 		}
 	}
-	if ca.words == nil {
-		ca.words = map[*Locale][][]string{}
-	}
-	ca.words[l] = ws
+	ca.words = append(ca.words, localeWords{l, ws})
 	return ws
 }
 
@@ -95,14 +101,13 @@ func (ca *callArgs) holdsWord(l *Locale, tok string) bool {
 // ca.list[i].
 func (l *Locale) readValues(s Sentence, ca *callArgs) (hits []valueHit, stated uint64) {
 	key := valuesKey{l, s.Raw, len(s.Tokens)}
-	if c, ok := ca.read[key]; ok {
-		return c.hits, c.stated
+	for _, c := range ca.read {
+		if c.key == key {
+			return c.hits, c.stated
+		}
 	}
 	hits, stated = l.readValuesOnce(s, ca)
-	if ca.read == nil {
-		ca.read = map[valuesKey]readValuesResult{}
-	}
-	ca.read[key] = readValuesResult{hits, stated}
+	ca.read = append(ca.read, readValuesResult{key, hits, stated})
 	return hits, stated
 }
 
@@ -114,6 +119,7 @@ type valuesKey struct {
 }
 
 type readValuesResult struct {
+	key    valuesKey
 	hits   []valueHit
 	stated uint64
 }

@@ -222,13 +222,39 @@ func (pl *phraseList) empty() bool { return pl.n == 0 }
 // find returns every match in toks, longest first at each position, in
 // token order.
 func (pl *phraseList) find(toks []string) []span {
-	var out []span
+	return pl.appendFind(nil, toks)
+}
+
+// appendFind appends what find returns to dst.
+func (pl *phraseList) appendFind(dst []span, toks []string) []span {
+	if pl.n == 0 {
+		return dst
+	}
 	for i := range toks {
 		if best := pl.bestAt(toks, i); best.start >= 0 {
-			out = append(out, best)
+			dst = append(dst, best)
 		}
 	}
-	return out
+	return dst
+}
+
+// spanArena hands out the matches of several lists in one sentence from
+// one buffer: each find's result is a slice of it, capped, so later finds
+// never write over it (a find that outgrows the buffer moves on to a new
+// one, leaving earlier results where they are).
+type spanArena struct {
+	buf  []span
+	toks []string
+}
+
+func newSpanArena(toks []string) *spanArena {
+	return &spanArena{buf: make([]span, 0, 2*len(toks)+8), toks: toks}
+}
+
+func (a *spanArena) find(pl *phraseList) []span {
+	n := len(a.buf)
+	a.buf = pl.appendFind(a.buf, a.toks)
+	return a.buf[n:len(a.buf):len(a.buf)]
 }
 
 // bestAt returns the longest match starting at toks[i] (the first listed

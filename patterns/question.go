@@ -252,23 +252,29 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 	toks := s.Tokens
 	r := reading{s: s, roles: make([]role, len(toks)), firstVerb: -1, lastVerb: -1}
 	pbuf := make([]int, 0, 8) // the positions of one match at a time
+	spans := newSpanArena(toks)
 	mark := func(k int, ro role) {
 		if r.roles[k] == unexplained {
 			r.roles[k] = ro
 		}
 	}
 	a := tool.Action
-	mine, _ := ownVerbs(a.verbs.find(toks), tool.Others, toks)
+	mine, _ := ownVerbs(spans.find(&a.verbs), tool.Others, toks)
 	// A word that is both a verb form and an object ("pago": I pay, the
 	// payment) is the object after a proceed or confirm phrase ("¿Procedo
 	// con el pago?").
-	objectAt := map[int]bool{}
+	proceeds, confirms, objects := spans.find(&l.proceed), spans.find(&l.confirmVerbs), spans.find(&a.objects)
+	var objectAt []bool
 	govFrom := len(toks)
-	for _, sp := range append(l.proceed.find(toks), l.confirmVerbs.find(toks)...) {
-		govFrom = min(govFrom, sp.start)
+	if len(proceeds) > 0 {
+		govFrom = proceeds[0].start
 	}
-	if govFrom < len(toks) {
-		for _, sp := range a.objects.find(toks) {
+	if len(confirms) > 0 {
+		govFrom = min(govFrom, confirms[0].start)
+	}
+	if govFrom < len(toks) && len(objects) > 0 {
+		objectAt = make([]bool, len(toks))
+		for _, sp := range objects {
 			pbuf, _ = appendPositions(pbuf[:0], sp.p.elems, toks, sp.start)
 			for _, p := range pbuf {
 				objectAt[p] = p > govFrom
@@ -276,14 +282,14 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 		}
 	}
 	r.sharedOnly = len(mine) > 0
-	r.rival = len(a.rivals.find(toks)) > 0
+	r.rival = len(spans.find(&a.rivals)) > 0
 	for _, sp := range mine {
 		if !a.sharedVerbs[sp.p.src] {
 			r.sharedOnly = false
 		}
 		pbuf, _ = appendPositions(pbuf[:0], sp.p.elems, toks, sp.start)
 		for _, p := range pbuf {
-			if objectAt[p] {
+			if objectAt != nil && objectAt[p] {
 				continue
 			}
 			mark(p, roleVerb)
@@ -293,7 +299,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 			r.lastVerb = max(r.lastVerb, p)
 		}
 	}
-	for _, sp := range a.objects.find(toks) {
+	for _, sp := range objects {
 		pbuf, _ = appendPositions(pbuf[:0], sp.p.elems, toks, sp.start)
 		for _, p := range pbuf {
 			mark(p, roleObject)
@@ -312,7 +318,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 		}
 	}
 	// A value wholly inside a plain phrase is a word of it ("that one").
-	plain := l.plainWords.find(toks)
+	plain := spans.find(&l.plainWords)
 	hits, _ := l.readValues(s, args)
 	for _, h := range hits {
 		inPlain := false
@@ -347,7 +353,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 	}
 	if tool.Others != nil {
 		for _, pl := range []*phraseList{&tool.Others.objects, &tool.Others.shared} {
-			for _, sp := range pl.find(toks) {
+			for _, sp := range spans.find(pl) {
 				pbuf, _ = appendPositions(pbuf[:0], sp.p.elems, toks, sp.start)
 				for _, p := range pbuf {
 					mark(p, roleOther)
@@ -365,19 +371,19 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 			}
 		}
 	}
-	markSpans(l.frames.find(toks), roleFrame)
-	markSpans(l.proceed.find(toks), roleProceed)
-	markSpans(l.confirmVerbs.find(toks), roleConfirm)
-	markSpans(l.backReferences.find(toks), roleBack)
+	markSpans(spans.find(&l.frames), roleFrame)
+	markSpans(proceeds, roleProceed)
+	markSpans(confirms, roleConfirm)
+	markSpans(spans.find(&l.backReferences), roleBack)
 	markSpans(plain, rolePlain)
 	if statement {
-		markSpans(l.statementWords.find(toks), roleStatement)
-		markSpans(l.recaps.find(toks), roleStatement)
+		markSpans(spans.find(&l.statementWords), roleStatement)
+		markSpans(spans.find(&l.recaps), roleStatement)
 	}
 	// A tag confirms what stands before it: it explains its words only
 	// at the end of the sentence, with nothing after it but plain words
 	// and other tags ("La presento ahora, ¿no?", never "¿No quiere ...?").
-	tags := l.tags.find(toks)
+	tags := spans.find(&l.tags)
 	for k := len(tags) - 1; k >= 0; k-- {
 		sp := tags[k]
 		end := true
@@ -393,7 +399,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 			}
 		}
 	}
-	for _, sp := range l.titles.find(toks) {
+	for _, sp := range spans.find(&l.titles) {
 		if sp.end < len(toks) && r.roles[sp.end] == unexplained {
 			for p := sp.start; p < sp.end; p++ {
 				mark(p, roleName)

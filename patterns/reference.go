@@ -435,12 +435,12 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) propose
 	var p proposed
 	ref := l.Refers(q.Sentence, tool.Action, tool.Others)
 	p.matches = ref.Matches
-	quoted := strconv.Quote(q.Sentence.Raw)
+	quoted := func() string { return strconv.Quote(q.Sentence.Raw) }
 	switch ref.Kind {
 	case RefOther:
-		return p.fail(ActionMismatch, "the question "+quoted+" is about something else")
+		return p.fail(ActionMismatch, "the question "+quoted()+" is about something else")
 	case RefNone:
-		return p.fail(ActionMismatch, "the question "+quoted+" does not name this action")
+		return p.fail(ActionMismatch, "the question "+quoted()+" does not name this action")
 	}
 	qr := l.read(q.Sentence, tool, args, false)
 	if fail, bad := l.notPlain(&qr, true); bad {
@@ -455,7 +455,7 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) propose
 			// "Shall I cancel it?" with two tools that cancel: the turn
 			// must name this one's object.
 			if !l.turnNamesObject(t, q.Index, tool) {
-				return p.fail(ActionMismatch, "the question "+quoted+" names a verb another action shares, and the turn never names what this action acts on")
+				return p.fail(ActionMismatch, "the question "+quoted()+" names a verb another action shares, and the turn never names what this action acts on")
 			}
 		}
 	default:
@@ -466,18 +466,18 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) propose
 		case pr == RefOther:
 			return p.fail(ActionMismatch, "the turn around the question is about another action")
 		case i < 0 && ref.Kind == RefShared:
-			return p.fail(ActionMismatch, "the question "+quoted+" names something another action also acts on, and the turn never says which action")
+			return p.fail(ActionMismatch, "the question "+quoted()+" names something another action also acts on, and the turn never says which action")
 		case i < 0 && ref.Kind == RefBack:
-			return p.fail(ActionMismatch, "the question "+quoted+" points back to nothing that names this action")
+			return p.fail(ActionMismatch, "the question "+quoted()+" points back to nothing that names this action")
 		case i >= 0 && pr != RefVerb && pr != RefObject && ref.Kind != RefProceed:
-			return p.fail(ActionMismatch, "the question "+quoted+" points back to "+strconv.Quote(t.Sentences[i].Raw)+", which does not name this action")
+			return p.fail(ActionMismatch, "the question "+quoted()+" points back to "+strconv.Quote(t.Sentences[i].Raw)+", which does not name this action")
 		}
 		if i >= 0 {
 			s := t.Sentences[i]
 			pr := l.read(s, tool, args, true)
 			if fail, bad := l.notPlain(&pr, false); bad {
 				p.unexplained = fail.unexplained
-				return p.fail(fail.outcome, "the question "+quoted+" points back to "+strconv.Quote(s.Raw)+": "+fail.detail)
+				return p.fail(fail.outcome, "the question "+quoted()+" points back to "+strconv.Quote(s.Raw)+": "+fail.detail)
 			}
 			if pr.sharedOnly && !pr.namesTarget() && !qr.namesTarget() {
 				return p.fail(ActionMismatch, "the turn names a verb another action shares, and never what this action acts on")
