@@ -257,16 +257,7 @@ func (l *Locale) CompileTool(verbs, objects, shared, rivals []string) *Action {
 			a.objects.add(&phrase{src: v, elems: []element{{forms: nouns}}})
 		}
 	}
-	for _, o := range objects {
-		for _, p := range l.compileInflected(o, a.words, false) {
-			a.objects.add(p)
-			if len(p.elems) == 1 && p.elems[0].forms != nil {
-				for f := range p.elems[0].forms {
-					a.objectWords[f] = true
-				}
-			}
-		}
-	}
+	l.addObjects(a, &a.objects, objects)
 	a.thingless = true
 	for _, o := range objects {
 		if fo := l.fold(strings.TrimSpace(o)); !verbNouns[fo] {
@@ -439,9 +430,16 @@ func (a *Action) sharesObject(toks []string, s span) bool {
 // action, and an object they share with this one names neither.
 func (l *Locale) MergeActions(verbs, objects []string) *Action {
 	a := l.CompileAction(verbs, nil)
+	l.addObjects(a, &a.shared, objects)
+	return a
+}
+
+// addObjects compiles objects, inflected, into pl, and their one-word
+// forms into a's objectWords (a compound ending in one names it).
+func (l *Locale) addObjects(a *Action, pl *phraseList, objects []string) {
 	for _, o := range objects {
 		for _, p := range l.compileInflected(o, a.words, false) {
-			a.shared.add(p)
+			pl.add(p)
 			if len(p.elems) == 1 && p.elems[0].forms != nil {
 				for f := range p.elems[0].forms {
 					a.objectWords[f] = true
@@ -449,7 +447,6 @@ func (l *Locale) MergeActions(verbs, objects []string) *Action {
 			}
 		}
 	}
-	return a
 }
 
 // minCompoundHead is how many letters a compound must hold before the

@@ -52,19 +52,21 @@ var accentFolders = sync.Pool{New: func() any {
 	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
 }}
 
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // Fold lower-cases s, removes accents and straightens quotes, so that
 // "Envíe" and "envie" compare equal. Text in the Latin scripts folds
 // through a table in one pass; anything else goes through Unicode
 // normalisation (slowFold), with the same result.
 func Fold(s string) string {
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
+	if isASCII(s) {
 		if strings.IndexByte(s, '`') >= 0 {
 			s = strings.ReplaceAll(s, "`", "'")
 		}
@@ -380,14 +382,7 @@ func (l *Locale) fold(s string) string {
 		return Fold(s)
 	}
 	// Only a word with a letter beyond ASCII can be one to keep apart.
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
+	if isASCII(s) {
 		return Fold(s)
 	}
 	if !norm.NFC.IsNormalString(s) {
