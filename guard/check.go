@@ -140,7 +140,7 @@ func (c *check) finish() *Verdict {
 		v.Evidence = &yesguardv1.Evidence{}
 	}
 	if v.Message == "" {
-		v.Message = message(v.Outcome, v.Reason, c.tool.name, func() string { return c.tool.describe(c.lang()) }, v.Evidence.GetDetail())
+		v.Message = message(v.Outcome, v.Reason, c.tool.name, func() phrasing { return c.rs.phrasing(c.tool, c.lang()) }, v.Evidence.GetDetail())
 	}
 	return v
 }

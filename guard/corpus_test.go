@@ -54,7 +54,7 @@ type corpusTurn struct {
 
 // TestCorpus runs every language's judged dialogues through the real guard
 // and prints, per language, its false accepts (must be 0) and false
-// refusals of genuine plain yeses (must be under 3%).
+// refusals of genuine plain yeses (at most 2%).
 func TestCorpus(t *testing.T) {
 	forEachCorpus(t, "testdata/corpus", true, runCorpus)
 }
@@ -98,10 +98,14 @@ func runCorpus(t *testing.T, path string, locs *patterns.Set) {
 	for _, f := range failures {
 		t.Log(f)
 	}
-	if falseAccepts > 0 || rate >= 3 || wrongReason > 0 {
+	if falseAccepts > 0 || rate > maxRefusalRate || wrongReason > 0 {
 		t.Error(summary)
 	}
 }
+
+// maxRefusalRate is the highest share, in percent, of genuine plain yeses
+// a corpus, the held-out set or the metamorphic suite may refuse.
+const maxRefusalRate = 2.0
 
 // tally counts how a file's dialogues came out.
 type tally struct {
@@ -163,17 +167,24 @@ func judgeAll(t *testing.T, path string, c corpusFile, g *Guard, store *transcri
 // readCorpus reads a corpus file, rejecting unknown fields.
 func readCorpus(t *testing.T, path string) corpusFile {
 	t.Helper()
+	var c corpusFile
+	readYAMLStrict(t, path, &c)
+	return c
+}
+
+// readYAMLStrict decodes the YAML file at path into v, rejecting unknown
+// fields.
+func readYAMLStrict(t *testing.T, path string, v any) {
+	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c corpusFile
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
+	if err := dec.Decode(v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	return c
 }
 
 // corpusGuard builds a guard with its own store and book that judges
@@ -242,13 +253,23 @@ func playDialogue(t *testing.T, g *Guard, store *transcript.Store, call, lang st
 		err error
 	}
 	ch := make(chan res, 1)
+	before := gaugeValue(g.inFlight)
 	go func() {
 		ch <- res{g.Check(context.Background(), req), nil}
 	}()
-	time.Sleep(20 * time.Millisecond) // the transcript lags the tool call
+	// The transcript lags the tool call: the last turn lands once the
+	// Check is under way.
+	waitFor(t, func() bool { return gaugeValue(g.inFlight) > before })
 	if err := apply(*late); err != nil {
 		return nil, err
 	}
 	out := <-ch
+	if out.err == nil && late.Caller != "" {
+		// The Check must have judged the turn that landed after it, not
+		// the caller's words before it.
+		if got := out.r.GetEvidence().GetAnswer().GetText(); got != "" && !strings.Contains(got, late.Caller) {
+			t.Errorf("race %q: judged the caller's turn %q, not the one that landed during the Check (%q)", d.Name, got, late.Caller)
+		}
+	}
 	return out.r, out.err
 }

@@ -2,7 +2,7 @@ package guard
 
 import (
 	"fmt"
-	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,178 +108,68 @@ func (c *check) judge(v view) (j judgement) {
 	if loc == nil {
 		return refuse(yesguardv1.Reason_REASON_UNSUPPORTED_LANGUAGE, lang)
 	}
-	action := c.rs.action(c.tool, loc)
-	answerText := loc.Parse(answer.Text)
-	j.statesQuantity = loc.StatesQuantity(answerText)
-
-	// The question is read in its own language: a caller may answer in
-	// another language than the agent asked in.
-	qLoc := loc
-	var qText patterns.Text
-	var q patterns.Question
-	asked := false
+	// Rules 3 to 6 are the language engine's, in one call. The question
+	// is read in its own language: a caller may answer in another
+	// language than the agent asked in.
+	in := patterns.Input{
+		Answer: patterns.Turn{Locale: loc, Text: answer.Text, Tool: c.rs.patternsTool(c.tool, loc)},
+		Args:   c.arguments(),
+		Bind:   c.tool.entry.Bind,
+	}
 	if qTurn != nil {
+		qLoc := loc
 		if l := c.rs.locales.Get(qTurn.Lang); l != nil {
 			qLoc = l
 		}
-		qText = qLoc.Parse(qTurn.Text)
-		q, asked = qLoc.LastQuestion(qText)
+		in.Question = &patterns.Turn{Locale: qLoc, Text: qTurn.Text, Tool: c.rs.patternsTool(c.tool, qLoc)}
 	}
-	var echo map[string]bool
-	var qMatches []patterns.Match
-	if asked {
-		echo = patterns.TokenSet(patterns.Text{Sentences: []patterns.Sentence{q.Sentence}})
-		ev.QuestionSentence = q.Sentence.Raw
-		qMatches = q.Matches
+	verdict := patterns.Judge(in)
+	j.statesQuantity = verdict.StatesQuantity
+	if verdict.Asked {
+		ev.QuestionSentence = verdict.QuestionSentence
 	}
-	ans := loc.JudgeAnswer(answerText, action, echo)
-	// The question's matches, then the answer's, as before; converted
-	// together (JudgeAnswer does not read the evidence) so that they take
-	// one allocation, and the list has room for rule 5's few.
-	ev.Matches = matchProtos(qMatches, ans.Matches)
-	if ans.Negated {
-		return refuse(yesguardv1.Reason_REASON_NEGATED, ans.Detail)
+	ev.Matches = matchProtos(verdict.Matches, nil)
+	if verdict.Outcome.Allows() && c.tool.compound {
+		// An unlisted tool whose name joins actions
+		// ("submit_appeal_and_close_account"): a yes that names one is no
+		// yes to the other.
+		return refuse(yesguardv1.Reason_REASON_ACTION_MISMATCH, fmt.Sprintf("the tool's name %q joins several actions, and the policy does not list it: a yes to one of them is not a yes to all", c.tool.name))
 	}
-	if !asked {
-		// Rule 6: with no question, only the caller's own explicit
-		// instruction naming this action counts. It may name what the
-		// action acts on in words the policy gives any tool ("I'd like to
-		// cancel my appointment").
-		if ans.NotPlain && ans.Verb {
-			ans = loc.JudgeAnswer(answerText, action, c.rs.others(c.tool, loc).Words())
-		}
-		if !ans.NotPlain && ans.Verb {
-			var said patterns.Text
-			said.Sentences = append(said.Sentences, answerText.Sentences...)
-			said.Sentences = append(said.Sentences, qText.Sentences...)
-			if detail, ok := c.bindStated(loc, said); !ok {
-				return refuse(yesguardv1.Reason_REASON_ARGUMENT_MISMATCH, detail)
-			}
-			j.outcome, j.reason, j.turnID = yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_EXPLICIT_INSTRUCTION, answer.ID
-			ev.Detail = "the caller asked for this action by name: " + strconvQuote(answer.Text)
-			return j
-		}
-		if qTurn == nil {
-			return refuse(yesguardv1.Reason_REASON_NO_QUESTION, "the caller spoke before the agent asked anything")
-		}
-		for _, m := range q.Matches {
-			if m.Rule == "open_question" || m.Rule == "alternative" {
-				return refuse(yesguardv1.Reason_REASON_NO_QUESTION, fmt.Sprintf("the agent's question %q asks for a detail, a choice or a fact (%q), not for a yes to act on", q.Sentence.Raw, m.Text))
-			}
-		}
-		return refuse(yesguardv1.Reason_REASON_NO_QUESTION, fmt.Sprintf("the agent's turn %q asks nothing", clip(qTurn.Text, 160)))
+	switch verdict.Outcome {
+	case patterns.Confirmed:
+		j.outcome, j.reason, j.turnID = yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_CONFIRMED, answer.ID
+		ev.Detail = verdict.Detail
+		return j
+	case patterns.Instructed:
+		j.outcome, j.reason, j.turnID = yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_EXPLICIT_INSTRUCTION, answer.ID
+		ev.Detail = verdict.Detail
+		return j
 	}
-	if ans.NotPlain || (!ans.Affirmative && !ans.Verb) {
-		return refuse(yesguardv1.Reason_REASON_NOT_PLAIN, ans.Detail)
-	}
-	ok, refMatches, detail := c.aboutAction(qLoc, qText, q, c.rs.action(c.tool, qLoc))
-	ev.Matches = appendMatches(ev.Matches, refMatches)
-	if !ok {
-		return refuse(yesguardv1.Reason_REASON_ACTION_MISMATCH, detail)
-	}
-	if detail, ok := c.bindStated(qLoc, qText); !ok {
-		return refuse(yesguardv1.Reason_REASON_ARGUMENT_MISMATCH, detail)
-	}
-	j.outcome, j.reason, j.turnID = yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_CONFIRMED, answer.ID
-	ev.Detail = "plain yes " + strconv.Quote(answer.Text) + " to " + strconv.Quote(q.Sentence.Raw) // as %q writes them
-	return j
+	return refuse(judgeReasons[verdict.Outcome], verdict.Detail)
 }
 
-// aboutAction applies rule 5: the question names this action by a verb, by
-// an object a proceed or confirm phrase governs, or by a generic proceed
-// phrase; a question that only points back takes the rest of its turn.
-func (c *check) aboutAction(loc *patterns.Locale, qText patterns.Text, q patterns.Question, action *patterns.Action) (bool, []patterns.Match, string) {
-	others := c.rs.others(c.tool, loc)
-	ref := loc.Refers(q.Sentence, action, others)
-	matches := ref.Matches
-	switch ref.Kind {
-	case patterns.RefVerb, patterns.RefObject:
-		return true, matches, ""
-	case patterns.RefOther:
-		return false, matches, fmt.Sprintf("the question %q is about something else", q.Sentence.Raw)
-	case patterns.RefNone:
-		return false, matches, fmt.Sprintf("the question %q does not name this action", q.Sentence.Raw)
-	}
-	// RefProceed, RefBack and RefShared: the rest of the turn says what
-	// they mean. Only a verb of this action, or an object of its own that
-	// a proceed or confirm phrase governs, makes it this action; an object
-	// merely named ("I have saved your appeal. Is that okay?") does not.
-	ours, other := false, false
-	for i, s := range qText.Sentences {
-		if i == q.Index {
-			continue
-		}
-		r := loc.Refers(s, action, others)
-		switch r.Kind {
-		case patterns.RefVerb, patterns.RefObject:
-			ours = true
-			matches = append(matches, r.Matches...)
-		case patterns.RefOther:
-			other = true
-			matches = append(matches, r.Matches...)
-		}
-	}
-	switch {
-	case ours:
-		return true, matches, ""
-	case other:
-		return false, matches, "the turn around the question is about another action"
-	case ref.Kind == patterns.RefProceed:
-		return true, matches, ""
-	case ref.Kind == patterns.RefShared:
-		return false, matches, fmt.Sprintf("the question %q names something another action also acts on, and the turn never says which action", q.Sentence.Raw)
-	}
-	return false, matches, fmt.Sprintf("the question %q points back to nothing that names this action", q.Sentence.Raw)
+// judgeReasons are the proto reasons of the judge's refusals.
+var judgeReasons = map[patterns.Outcome]yesguardv1.Reason{
+	patterns.Negated:          yesguardv1.Reason_REASON_NEGATED,
+	patterns.NotPlain:         yesguardv1.Reason_REASON_NOT_PLAIN,
+	patterns.NoQuestion:       yesguardv1.Reason_REASON_NO_QUESTION,
+	patterns.ActionMismatch:   yesguardv1.Reason_REASON_ACTION_MISMATCH,
+	patterns.QuestionNotPlain: yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN,
+	patterns.ArgumentMismatch: yesguardv1.Reason_REASON_ARGUMENT_MISMATCH,
 }
 
-// bindStated checks that each bound argument's value is stated in t:
-// numbers as numbers ("$120.50" and "120.50 dollars" state 120.5), other
-// values as their words.
-func (c *check) bindStated(loc *patterns.Locale, t patterns.Text) (string, bool) {
-	var nums []float64
-	numsRead := false
-	for _, name := range c.tool.entry.Bind {
-		v, ok := c.args[name]
-		if !ok {
-			return fmt.Sprintf("%s (the call has no such argument)", name), false
-		}
-		want, isNum := numericValue(loc, v)
-		if isNum {
-			if !numsRead {
-				nums, numsRead = loc.Numbers(t), true
-			}
-			found := false
-			for _, n := range nums {
-				if math.Abs(n-want) < 0.005 {
-					found = true
-					break
-				}
-			}
-			if !found {
-				return fmt.Sprintf("%s = %s", name, strconv.FormatFloat(want, 'f', -1, 64)), false
-			}
-			continue
-		}
-		s, isStr := v.GetKind().(*structpb.Value_StringValue)
-		if !isStr || !loc.ContainsValue(t, s.StringValue) {
-			return fmt.Sprintf("%s = %s", name, clip(valueString(v), 80)), false
-		}
+// arguments returns the call's arguments as the judge reads them, sorted
+// by name so that a decision never depends on map order.
+func (c *check) arguments() []patterns.Argument {
+	if len(c.args) == 0 {
+		return nil
 	}
-	return "", true
-}
-
-func numericValue(loc *patterns.Locale, v *structpb.Value) (float64, bool) {
-	switch k := v.GetKind().(type) {
-	case *structpb.Value_NumberValue:
-		return k.NumberValue, true
-	case *structpb.Value_StringValue:
-		s := strings.TrimSpace(strings.Trim(strings.TrimSpace(k.StringValue), "$€£¥"))
-		if s == "" || strings.ContainsFunc(s, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '.' || r == ',') }) {
-			return 0, false
-		}
-		return loc.ParseNumber(s)
+	out := make([]patterns.Argument, 0, len(c.args))
+	for name, v := range c.args {
+		out = append(out, patterns.Argument{Name: name, Value: v.AsInterface()})
 	}
-	return 0, false
+	slices.SortFunc(out, func(a, b patterns.Argument) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 func valueString(v *structpb.Value) string {

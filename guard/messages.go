@@ -6,14 +6,28 @@ import (
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
 
-// message tells the model what to do next after a decision. describe names
-// the tool's action ("submit the appeal"); it is called only by the
-// messages that name it (not by the ALLOW ones), since naming it allocates.
-func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool string, describe func() string, detail string) string {
+// phrasing names a tool's action for a message to the model: action in
+// the instruction's words ("submit the appeal"), example the plain
+// question to ask, in the caller's language and grammatical in it
+// ("¿Quiere que proceda a presentar su apelación?"; empty when the locale
+// has no template).
+type phrasing struct {
+	action, example string
+}
+
+// message tells the model what to do next after a decision. say names the
+// tool's action; it is called only by the messages that name it (not by
+// the ALLOW ones), since naming it allocates.
+func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool string, say func() phrasing, detail string) string {
+	describe := func() string { return say().action }
 	// ask is built only for the refusals that use it.
 	ask := func() string {
-		action := describe()
-		return "Ask the caller plainly whether to " + action + " (for example \"Shall I " + action + "?\"), wait for their answer, and call " + tool + " only after a clear yes."
+		p := say()
+		example := p.example
+		if example == "" {
+			example = "Shall I " + p.action + "?"
+		}
+		return "Ask the caller plainly whether to " + p.action + " (for example \"" + example + "\"), wait for their answer, and call " + tool + " only after a clear yes."
 	}
 	switch reason {
 	case yesguardv1.Reason_REASON_CONFIRMED:
@@ -34,6 +48,8 @@ func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool string, 
 		return fmt.Sprintf("The caller said no or changed their mind (%s). Do not %s; ask what they would like to do instead.", detail, describe())
 	case yesguardv1.Reason_REASON_NO_QUESTION:
 		return "You did not ask the caller to confirm this action, so their words are not consent. " + ask()
+	case yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN:
+		return fmt.Sprintf("Your question was not a plain question about this action (%s), so the caller's yes does not say they want it done now. Do not act. Ask only whether to do it, with nothing else in the question: no other action, choice, condition, reason or later time. %s", detail, ask())
 	case yesguardv1.Reason_REASON_ACTION_MISMATCH:
 		return fmt.Sprintf("The caller's yes answered a question about something else (%s), not about this action. %s", detail, ask())
 	case yesguardv1.Reason_REASON_ARGUMENT_MISMATCH:

@@ -307,29 +307,75 @@ func nameWords(name string) []string {
 // for both unless the agent's turn names the verb. It is allowed, but
 // usually a mistake; the server logs each at start-up and reload.
 func (p *Policy) SharedObjects() []string {
-	type key struct{ lang, obj string }
+	var out []string
+	for _, s := range p.shared(func(t *Tool) map[string][]string { return t.Objects }) {
+		out = append(out, fmt.Sprintf("tools %s share the object %q (%s): a question that only governs it, such as \"proceed with the %s\", is refused for each unless the agent's turn names the verb; list it under the tool it means",
+			strings.Join(s.tools, ", "), s.word, s.lang, s.word))
+	}
+	return out
+}
+
+// SharedVerbs describes each verb that two tools needing confirmation both
+// list in one language ("cancel" for cancel_appointment and
+// cancel_subscription). A question that names such a verb is about this
+// tool only when it (or the sentence it points back to) also names this
+// tool's object: "Shall I cancel it?" is refused for both. It is allowed;
+// the server logs each at start-up and reload.
+func (p *Policy) SharedVerbs() []string {
+	var out []string
+	for _, s := range p.shared(func(t *Tool) map[string][]string { return t.Verbs }) {
+		object := "<object>"
+		if objs := p.Tools[s.tools[0]].Objects[s.lang]; len(objs) > 0 {
+			object = objs[0]
+		}
+		out = append(out, fmt.Sprintf("tools %s share the verb %q (%s): a question that names it must also name the tool's object (\"%s the %s\", not \"%s it\"), or it is refused for each",
+			strings.Join(s.tools, ", "), s.word, s.lang, s.word, object, s.word))
+	}
+	return out
+}
+
+// Warnings are the policy's start-up warnings: shared objects, then
+// shared verbs.
+func (p *Policy) Warnings() []string { return append(p.SharedObjects(), p.SharedVerbs()...) }
+
+type sharedWord struct {
+	lang, word string
+	tools      []string
+}
+
+// shared returns each word (folded to lower case) that two tools needing
+// confirmation list in one language, in the lists words picks, sorted.
+func (p *Policy) shared(words func(*Tool) map[string][]string) []sharedWord {
+	type key struct{ lang, word string }
 	owners := map[key][]string{}
 	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
 		t := p.Tools[name]
 		if t == nil || !t.NeedsConfirm() {
 			continue
 		}
-		for lang, objs := range t.Objects {
-			for _, o := range objs {
-				k := key{lang, strings.ToLower(strings.TrimSpace(o))}
+		for lang, ws := range words(t) {
+			for _, w := range ws {
+				k := key{lang, strings.ToLower(strings.TrimSpace(w))}
 				if !slices.Contains(owners[k], name) {
 					owners[k] = append(owners[k], name)
 				}
 			}
 		}
 	}
-	var out []string
+	var out []sharedWord
 	for k, names := range owners {
 		if len(names) > 1 {
-			out = append(out, fmt.Sprintf("tools %s share the object %q (%s): a question that only governs it, such as \"proceed with the %s\", is refused for each unless the agent's turn names the verb; list it under the tool it means",
-				strings.Join(names, ", "), k.obj, k.lang, k.obj))
+			out = append(out, sharedWord{lang: k.lang, word: k.word, tools: names})
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b sharedWord) int {
+		if c := strings.Compare(strings.Join(a.tools, ","), strings.Join(b.tools, ",")); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.word, b.word); c != 0 {
+			return c
+		}
+		return strings.Compare(a.lang, b.lang)
+	})
 	return out
 }

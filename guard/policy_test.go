@@ -104,3 +104,29 @@ func TestSharedObjects(t *testing.T) {
 		t.Fatalf("the example policy shares objects: %q", got)
 	}
 }
+
+func TestSharedVerbs(t *testing.T) {
+	p, err := ParsePolicy(strings.NewReader(`tools:
+  cancel_appointment: {verbs: {en: [Cancel], es: [cancelar]}}
+  cancel_subscription: {verbs: {en: [cancel, end]}}
+  end_call: {confirm: false, verbs: {en: [end]}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.SharedVerbs()
+	if len(got) != 1 || !strings.Contains(got[0], "cancel_appointment, cancel_subscription") || !strings.Contains(got[0], `"cancel" (en)`) {
+		t.Fatalf("SharedVerbs = %q", got)
+	}
+	if w := p.Warnings(); len(w) != 1 || w[0] != got[0] {
+		t.Fatalf("Warnings = %q", w)
+	}
+	ex, err := LoadPolicy("../policy.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example shows the warning once: "file" an appeal or a dispute.
+	if got := ex.Warnings(); len(got) != 1 || !strings.Contains(got[0], `"file" (en)`) || !strings.Contains(got[0], `"file the dispute"`) {
+		t.Fatalf("the example policy's warnings: %q", got)
+	}
+}

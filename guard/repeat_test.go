@@ -13,7 +13,7 @@ import (
 )
 
 func confirmed(h *harness, call string) {
-	h.say(call, transcript.Agent, "Shall I submit the appeal A-17?")
+	h.say(call, transcript.Agent, "Shall I submit the appeal?")
 	h.say(call, transcript.Caller, "Yes.")
 }
 
@@ -103,7 +103,7 @@ func TestEvidenceUsedForOtherArguments(t *testing.T) {
 		t.Fatal("EVIDENCE_USED without the decision that used it")
 	}
 	// A new question and a new yes allow it.
-	h.say("c", transcript.Agent, "Shall I also submit appeal A-18?")
+	h.say("c", transcript.Agent, "Shall I submit appeal A-18 now?")
 	h.say("c", transcript.Caller, "Yes please.")
 	want(t, h.check("c", "submit_appeal", map[string]any{"appeal_id": "A-18"}), allow, yesguardv1.Reason_REASON_CONFIRMED)
 }

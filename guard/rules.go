@@ -87,6 +87,10 @@ type toolRules struct {
 	label string
 	// cached: the ruleset keeps this tool's compiled actions.
 	cached bool
+	// compound: the policy does not list the tool and its name joins
+	// several actions ("submit_appeal_and_close_account"); no yes to one
+	// of them allows it.
+	compound bool
 }
 
 // tool returns the rules of the named tool. They are shared and must not
@@ -98,7 +102,7 @@ func (rs *ruleset) tool(name string) *toolRules {
 	if t, ok := rs.unlisted.Load(name); ok {
 		return t.(*toolRules)
 	}
-	t := &toolRules{name: name, entry: &Tool{}, label: metrics.OtherTool}
+	t := &toolRules{name: name, entry: &Tool{}, label: metrics.OtherTool, compound: joinsActions(nameWords(name))}
 	if rs.nUnlisted.Load() < maxUnlistedTools {
 		// Concurrent first Checks of new tools may overshoot the bound by
 		// their number, no more.
@@ -150,11 +154,52 @@ func (rs *ruleset) action(t *toolRules, loc *patterns.Locale) *patterns.Action {
 		}
 	}
 	v, o := t.words(loc.Lang())
-	a := loc.CompileAction(v, o)
+	shared, rivals := rs.sharedVerbs(t, loc.Lang(), v)
+	a := loc.CompileTool(v, o, shared, rivals)
 	if t.cached {
 		rs.compiled.Store(key, a)
 	}
 	return a
+}
+
+// sharedVerbs returns those of verbs (t's, in lang) that another listed
+// tool needing confirmation lists too, and the objects of those tools.
+func (rs *ruleset) sharedVerbs(t *toolRules, lang string, verbs []string) (shared, rivals []string) {
+	for _, name := range slices.Sorted(maps.Keys(rs.policy.Tools)) {
+		o := rs.tools[name]
+		if name == t.name || !o.confirm() {
+			continue
+		}
+		ov, oo := o.words(lang)
+		rival := false
+		for _, v := range verbs {
+			for _, w := range ov {
+				if patterns.Fold(strings.TrimSpace(v)) == patterns.Fold(strings.TrimSpace(w)) {
+					rival = true
+					if !slices.Contains(shared, v) {
+						shared = append(shared, v)
+					}
+				}
+			}
+		}
+		if rival {
+			rivals = append(rivals, oo...)
+		}
+	}
+	return shared, rivals
+}
+
+// conjunctions joins actions in a tool's name: "submit_appeal_and_close_account".
+var nameConjunctions = []string{"and", "or", "then", "plus"}
+
+// joinsActions reports whether a tool name's words join several actions.
+func joinsActions(words []string) bool {
+	for _, w := range words[min(1, len(words)):] {
+		if slices.Contains(nameConjunctions, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // others returns the verbs and objects of every listed tool but t,
@@ -190,6 +235,17 @@ func (rs *ruleset) others(t *toolRules, loc *patterns.Locale) *patterns.Action {
 		rs.compiled.Store(key, a)
 	}
 	return a
+}
+
+// phrasing names the tool's action for a message to the model in lang:
+// in English words for the instruction, and as the plain question to ask,
+// from the locale's template.
+func (rs *ruleset) phrasing(t *toolRules, lang string) phrasing {
+	p := phrasing{action: t.describe(lang)}
+	if loc := rs.locales.Get(lang); loc != nil {
+		p.example = loc.AskFor(rs.action(t, loc))
+	}
+	return p
 }
 
 // describe names the tool's action for messages to the model:
@@ -240,4 +296,10 @@ func (t *toolRules) quantitySet(args map[string]*structpb.Value) bool {
 	}
 	_, isNull := v.GetKind().(*structpb.Value_NullValue)
 	return !isNull
+}
+
+// patternsTool returns what the judge knows of tool t in loc's language:
+// its action and every other confirmed tool's.
+func (rs *ruleset) patternsTool(t *toolRules, loc *patterns.Locale) patterns.Tool {
+	return patterns.Tool{Action: rs.action(t, loc), Others: rs.others(t, loc)}
 }

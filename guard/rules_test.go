@@ -77,14 +77,40 @@ func TestRules(t *testing.T) {
 		{"proceed governing another action's noun", []line{agent("Would you like to proceed with the cancellation of your appointment?"), caller("Yes.")}, "book_appointment", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
 		{"read-back naming the object is not about submitting", []line{agent("I have saved your appeal. Is that okay?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
 		{"object two actions share does not say which", []line{agent("Would you like to proceed with your subscription?"), caller("Yes.")}, "cancel_subscription", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
-		{"shared object, the turn names the action", []line{agent("I can renew your subscription for another year at the same price. Would you like to proceed with your subscription?"), caller("Yes.")}, "renew_subscription", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"shared object, the turn names the action", []line{agent("I can renew your subscription today. Would you like to proceed with your subscription?"), caller("Yes.")}, "renew_subscription", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"shared object, what the turn adds is not plain", []line{agent("I can renew your subscription for another year at the same price. Would you like to proceed with your subscription?"), caller("Yes.")}, "renew_subscription", nil, refuse, yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN},
 		{"shared object, the turn names the other action", []line{agent("I can renew your subscription for another year. Would you like to proceed with your subscription?"), caller("Yes.")}, "cancel_subscription", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
 		{"explicit instruction naming the object", []line{agent("Thanks for calling, how can I help?"), caller("I'd like to cancel my appointment please.")}, "cancel_appointment", nil, allow, yesguardv1.Reason_REASON_EXPLICIT_INSTRUCTION},
 		{"verb in a side clause is not what is asked", []line{agent("Before I submit it, would you like me to read it back to you?"), caller("Yes please.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
-		{"main clause after a side clause", []line{agent("Once you're happy with it, shall I submit the appeal?"), caller("Yes.")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"a time clause is not plain", []line{agent("Once you're happy with it, shall I submit the appeal?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN},
 		{"a question about the past asks for no action", []line{agent("Have you already submitted an appeal for this claim?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NO_QUESTION},
-		{"an abbreviation does not end the question", []line{agent("Would you like me to book you with Dr. Patel on Tuesday at 3?"), caller("Yes, Tuesday at 3 is great.")}, "book_appointment", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
-		{"p.m. does not end the question", []line{agent("Shall I book it for 3 p.m. on Tuesday?"), caller("Yes.")}, "book_appointment", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"an abbreviation does not end the question", []line{agent("Would you like me to book you with Dr. Patel on Tuesday at 3?"), caller("Yes, Tuesday at 3 is great.")}, "book_appointment", map[string]any{"slot": "2026-12-08T15:00"}, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"p.m. does not end the question", []line{agent("Shall I book it for 3 p.m. on Tuesday?"), caller("Yes.")}, "book_appointment", map[string]any{"slot": "2026-12-08T15:00"}, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"shared verb with this tool's object", []line{agent("Shall I cancel your subscription?"), caller("Yes.")}, "cancel_subscription", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"shared verb without an object", []line{agent("Shall I cancel it?"), caller("Yes.")}, "cancel_subscription", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"shared verb with the other tool's object", []line{agent("Shall I cancel your subscription?"), caller("Yes.")}, "cancel_appointment", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"shared verb with a thing no sharer acts on", []line{agent("Shall I cancel your appointment?"), caller("Yes.")}, "cancel_appointment", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"shared verb, the object before is a sharer's", []line{agent("I can see your yearly plan. Shall I cancel it?"), caller("Yes.")}, "cancel_appointment", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"shared verb, the object in the sentence before", []line{agent("I can see your yearly plan. Shall I cancel it?"), caller("Yes.")}, "cancel_subscription", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"reservation is a noun of book, not cancelling", []line{caller("Yes, please cancel the reservation.")}, "book_appointment", nil, refuse, yesguardv1.Reason_REASON_NO_QUESTION},
+		{"a question about a state asks nothing", []line{agent("Is the appeal submitted?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN},
+		{"would you mind: a yes means no", []line{agent("Would you mind if I submitted the appeal?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN},
+		{"unlisted tool joining two actions", []line{agent("Shall I submit your appeal?"), caller("Yes.")}, "submit_appeal_and_close_account", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"recap of another action done, then go ahead", []line{agent("I've cancelled your old appointment. I can book the new appointment for you. Shall I go ahead?"), caller("Yes.")}, "book_appointment", nil, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"recap of another action done, the proposal is another again", []line{agent("I've booked Tuesday for you. I can also cancel the Monday one. Shall I go ahead?"), caller("Yes.")}, "book_appointment", nil, refuse, yesguardv1.Reason_REASON_ACTION_MISMATCH},
+		{"a time that is not the slot", []line{agent("Shall I book it for 3 p.m. on Tuesday?"), caller("Yes.")}, "book_appointment", map[string]any{"slot": "2026-12-08T15:30"}, refuse, yesguardv1.Reason_REASON_ARGUMENT_MISMATCH},
+		{"a weekday that is not the slot's", []line{agent("Shall I book it for 3 p.m. on Wednesday?"), caller("Yes.")}, "book_appointment", map[string]any{"slot": "2026-12-08T15:00"}, refuse, yesguardv1.Reason_REASON_ARGUMENT_MISMATCH},
+		{"a second amount in the question", []line{agent("Shall I pay the bill of $71.25 and $10?"), caller("Yes.")}, "pay_bill", map[string]any{"amount": 71.25}, refuse, yesguardv1.Reason_REASON_ARGUMENT_MISMATCH},
+		{"the amount of the bill before", []line{agent("Your previous bill was $64.00; the new total is $71.25. Shall I pay it?"), caller("Yes.")}, "pay_bill", map[string]any{"amount": 64}, refuse, yesguardv1.Reason_REASON_ARGUMENT_MISMATCH},
+		{"an amount in words", []line{agent("Shall I pay the bill of one hundred twenty dollars fifty?"), caller("Yes.")}, "pay_bill", map[string]any{"amount": 120.5}, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"an amount compared exactly", []line{agent("Shall I pay the bill of $120.50?"), caller("Yes.")}, "pay_bill", map[string]any{"amount": 120.504}, refuse, yesguardv1.Reason_REASON_ARGUMENT_MISMATCH},
+		{"a date that names which appointment", []line{agent("Shall I cancel your appointment on March 3rd?"), caller("Yes.")}, "cancel_appointment", map[string]any{"appointment_id": "APT-3"}, allow, yesguardv1.Reason_REASON_CONFIRMED},
+		{"a date that says when to pay", []line{agent("Shall I pay the bill of $71.25 on Friday?"), caller("Yes.")}, "pay_bill", map[string]any{"amount": 71.25}, refuse, yesguardv1.Reason_REASON_ARGUMENT_MISMATCH},
+		{"deferred", []line{agent("Shall I submit the appeal later?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN},
+		{"an alternative", []line{agent("Shall I submit the appeal, or would you rather wait?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_NO_QUESTION},
+		{"instead of", []line{agent("Should I cancel the appointment rather than book it?"), caller("Yes.")}, "book_appointment", nil, refuse, yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN},
+		{"purpose clause", []line{agent("Can I save your appeal so you can submit it yourself tomorrow?"), caller("Yes.")}, "submit_appeal", appeal, refuse, yesguardv1.Reason_REASON_QUESTION_NOT_PLAIN},
+		{"a recogniser's run-on question", []line{agent("i've got everything for the appeal shall i submit it now"), caller("yes")}, "submit_appeal", appeal, allow, yesguardv1.Reason_REASON_CONFIRMED},
 		{"tool that needs no confirmation", []line{agent("Let me look that up.")}, "lookup_order", nil, allow, yesguardv1.Reason_REASON_NOT_REQUIRED},
 	}
 	h := newHarness(t, "testdata/policy.yaml")
@@ -115,6 +141,23 @@ func TestAgentFillerWithOwnResponseIDDoesNotCount(t *testing.T) {
 	h.say("c2", transcript.Caller, "Yes.")
 	h.say("c2", transcript.Agent, "One moment while I submit that.", withResponse("r1"))
 	want(t, h.check("c2", "submit_appeal", nil, respID("r9")), refuse, yesguardv1.Reason_REASON_AGENT_SPOKE_AFTER)
+}
+
+// A tool call sent together with its question carries the question's
+// response id: that speech is the question, not filler, so the Check waits
+// for the answer to it instead of judging the yes before it.
+func TestOwnResponseThatAsksIsTheQuestion(t *testing.T) {
+	h := longWait(t)
+	h.say("c", transcript.Agent, "Shall I book you in for the appointment?", withResponse("r0"))
+	h.say("c", transcript.Caller, "Yes.")
+	h.say("c", transcript.Agent, "Shall I submit the appeal as well?", withResponse("r1"))
+	got := checkAsync(t, h, "c", respID("r1"))
+	h.say("c", transcript.Caller, "No, not yet.")
+	resp := <-got
+	want(t, resp, refuse, yesguardv1.Reason_REASON_NEGATED)
+	if resp.GetEvidence().GetAnswer().GetText() != "No, not yet." {
+		t.Fatalf("judged %q, want the answer to the question sent with the call", resp.GetEvidence().GetAnswer().GetText())
+	}
 }
 
 func TestUnknownCallAndOtherCalls(t *testing.T) {

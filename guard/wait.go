@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/yesguard/yesguard/transcript"
@@ -13,9 +14,49 @@ func (c *check) look() (view, <-chan struct{}) {
 	snap, changed := c.g.cfg.Store.SnapshotTurns(c.req.GetCallId(), c.req.GetResponseId(), recentTurns)
 	v := view{snap: snap}
 	if snap.Exists {
-		v.turns = snap.Turns(c.req.GetResponseId())
+		skip := c.req.GetResponseId()
+		if skip != "" && c.ownSpeechAsks(snap, skip) {
+			// The request's own speech is the question, sent with the
+			// tool call: it is no filler, and the caller's answer to it
+			// is still to come.
+			skip = ""
+		}
+		v.turns = snap.Turns(skip)
 	}
 	return v, changed
+}
+
+// ownSpeechAsks reports whether the agent's speech carrying the request's
+// own response id asks a question a yes answers. Such speech is skipped as
+// filler ("One moment while I submit that.") only when it asks nothing.
+func (c *check) ownSpeechAsks(snap transcript.Snapshot, responseID string) bool {
+	var text strings.Builder
+	lang := snap.Lang
+	for i := range snap.Utterances {
+		u := &snap.Utterances[i]
+		if u.Speaker != transcript.Agent || u.ResponseID != responseID {
+			continue
+		}
+		if text.Len() > 0 {
+			text.WriteByte(' ')
+		}
+		text.WriteString(u.Text)
+		if u.Lang != "" {
+			lang = u.Lang
+		}
+	}
+	if text.Len() == 0 {
+		return false
+	}
+	if lang == "" {
+		lang = c.rs.policy.Defaults.DefaultLang
+	}
+	loc := c.rs.locales.Get(lang)
+	if loc == nil {
+		return true // unreadable: not known to be filler
+	}
+	_, asks := loc.LastQuestion(loc.Parse(text.String()))
+	return asks
 }
 
 // waitTurn waits, woken by the call's transcript changes, until the

@@ -46,6 +46,23 @@ type File struct {
 	// KeepAccents lists words whose accents tell them from another word
 	// ("sí", yes, from "si", if): they are not folded to the plain word.
 	KeepAccents []string `yaml:"keep_accents"`
+	// KeepFinalAccents: a word of three letters or more whose last letter
+	// is an accented vowel is not folded into the plain word: es
+	// "presentó" (did submit) is not "presento" (I submit), it "inviò"
+	// not "invio". Lists must then write such words with their accent.
+	KeepFinalAccents bool `yaml:"keep_final_accents"`
+	// VerbSecond: the finite verb stands second in a statement (de, nl):
+	// "Dat zal ik nu indienen" states, so a run-on sentence is split at a
+	// question opener only after a clause of its own (a word of
+	// statement_words or recaps before it).
+	VerbSecond bool `yaml:"verb_second"`
+	// CompoundObjects: a word ending in one of a tool's objects names
+	// that object ("Zahnarzttermin", "tandartsafspraak").
+	CompoundObjects bool `yaml:"compound_objects"`
+	// VerbFirstAsks: a question that opens with the action's verb, only
+	// plain words before it, asks leave (es "¿Le envío la apelación?",
+	// it "Le invio il ricorso?").
+	VerbFirstAsks bool `yaml:"verb_first_asks"`
 
 	// Caller turns.
 	Affirmatives   []string `yaml:"affirmatives"`
@@ -63,8 +80,6 @@ type File struct {
 	// particles after one of the action's verbs (nl "boek het maar").
 	Particles     []string `yaml:"particles"`
 	QuantityWords []string `yaml:"quantity_words"`
-	// NumberWords maps number words to their value ("two": 2).
-	NumberWords map[string]float64 `yaml:"number_words"`
 
 	// Agent turns.
 	ConfirmRequests []string `yaml:"confirm_requests"`
@@ -94,9 +109,102 @@ type File struct {
 	// bestätigen"), with govern_before.
 	Prepositions []string `yaml:"prepositions"`
 
+	// The plain question (rule 5). Every word of the sentence a yes
+	// answers must be explained: by a frame, a tag, the action's verb,
+	// objects and values, a proceed or confirm phrase, a back reference,
+	// a plain word, or a name after a title.
+	//
+	// Frames ask the caller's leave for the agent to act, or offer to
+	// ("shall I", "do you want me to", "I can"); the action's verb must
+	// follow one, or be followed by a tag.
+	Frames []string `yaml:"frames"`
+	// Tags confirm a proposal after it ("okay?", "is that right", "if
+	// that's alright with you").
+	Tags []string `yaml:"tags"`
+	// PlainWords are harmless in a question: determiners, the words of
+	// now, politeness, address, lead-ins, prepositions.
+	PlainWords []string `yaml:"plain_words"`
+	// StatementWords are harmless in the sentence a question points back
+	// to, besides the plain words: the small words of a statement ("your
+	// balance *is* $120.50", "the appeal is *ready*").
+	StatementWords []string `yaml:"statement_words"`
+	// ModifierLinks join a noun to another that describes it ("la
+	// solicitud *de* apelación", "la factura *de* la luz"): up to two
+	// content words joined so to one of the objects describe it.
+	ModifierLinks []string `yaml:"modifier_links"`
+	// NotModifiers never fill a modifier or party slot: the words of
+	// time, order, addition and agency that change what a question
+	// proposes ("later", "tomorrow", "first", "also", "yourself").
+	NotModifiers []string `yaml:"not_modifiers"`
+	// PostnominalModifiers: up to two content words right after an object
+	// describe it ("il primo appuntamento libero", "la cita pendiente").
+	PostnominalModifiers bool `yaml:"postnominal_modifiers"`
+	// VerbFirstEndings: with verb_first_asks, the endings of the first
+	// person forms that ask leave ("presento", "procedemos"); another
+	// person ("¿Usted presenta ...?") does not.
+	VerbFirstEndings []string `yaml:"verb_first_endings"`
+	// VerbFirstWords are first person forms no ending gives (pt "dou").
+	VerbFirstWords []string `yaml:"verb_first_words"`
+	// PartyPrepositions open a phrase naming who the action involves, at
+	// the end of the proposal ("with the hygienist", "to the board").
+	PartyPrepositions []string `yaml:"party_prepositions"`
+	// PartyArticles are party prepositions that hold their article (es
+	// "al", de "beim", fr "au"): the party may follow them directly.
+	PartyArticles []string `yaml:"party_articles"`
+	// TimeWeekdays are weekday names the values reader leaves out alone
+	// because they are ordinals too (pt "segunda", "quarta", "quinta"):
+	// right before a time they name the weekday (1 Monday to 7 Sunday).
+	TimeWeekdays map[string]int `yaml:"time_weekdays"`
+	// Determiners are the articles and possessives of the language: a date
+	// after one and before an object, or before a time the verb acts on,
+	// names which thing the action acts on ("the Friday appointment",
+	// "cancel the 3 o'clock").
+	Determiners []string `yaml:"determiners"`
+	// DayPeriods: a part of the day said after a date, without an hour
+	// ("Saturday morning", "giovedì sera"), and the hours [from, to) it
+	// covers: it must agree with the call's time, or name, with the date,
+	// which thing the action acts on.
+	DayPeriods map[string][2]int `yaml:"day_periods"`
+	// Pronouns point back to what the turn said before ("pay *it*", es
+	// "¿*Lo* pago?"): a bound value may then be stated in the sentence
+	// before. A pronoun right before an object or a value is its
+	// determiner ("pay *that* bill"). PronounEndings are the pronouns a
+	// verb form may end in (es "pagarlo", it "inviarla").
+	Pronouns       []string `yaml:"pronouns"`
+	PronounEndings []string `yaml:"pronoun_endings"`
+	// FillerSentences are sentences that propose nothing ("thanks for
+	// waiting", "got it"): a question that points back passes over them.
+	FillerSentences []string `yaml:"filler_sentences"`
+	// Titles stand before a name, which they explain ("dr", "mrs").
+	Titles []string `yaml:"titles"`
+	// Recaps mark a sentence that tells of something done ("already",
+	// "I've"): a question that points back passes over it.
+	Recaps []string `yaml:"recaps"`
+	// Ask is the plain question a refusal suggests, with {verb} (the
+	// tool's verb as the policy writes it), {object} and {art} (the
+	// article ask_articles gives the object); AskVerbOnly is used when
+	// the verb names its object itself ("send a copy") or the tool has no
+	// object.
+	Ask         string `yaml:"ask"`
+	AskVerbOnly string `yaml:"ask_verb_only"`
+	// AskArticles gives {art} by the object's ending, longest ending
+	// first; the key "" is the default.
+	AskArticles map[string]string `yaml:"ask_articles"`
+	// Mix lists languages whose yes words callers mix into this one
+	// ("vale, okay, do it"): their affirmatives, fillers and politeness
+	// count in a plain yes, and their negations refuse as this language's
+	// do. Their hedges and conditions are not read (they share words with
+	// this language: en "also" is de "so"); a word of them is no word of
+	// a yes, and still refuses.
+	Mix []string `yaml:"mix"`
+
 	// Inflection turns a policy's verbs and objects into the forms a
 	// model uses.
 	Inflection Inflection `yaml:"inflection"`
+
+	// Values: the words amounts, dates and times are read with
+	// (values_locale.go). A locale without them reads figures only.
+	Values ValuesFile `yaml:"values"`
 }
 
 // Inflection describes how words of the language inflect.
@@ -111,6 +219,10 @@ type Inflection struct {
 	DoubleFinal bool `yaml:"double_final"`
 	// Irregular forms by word ("send": [sent]).
 	Irregular map[string][]string `yaml:"irregular"`
+	// IrregularNouns are nouns a verb makes that no suffix gives
+	// ("submit": [submission]): like its objects, they name what the
+	// action acts on, not the action.
+	IrregularNouns map[string][]string `yaml:"irregular_nouns"`
 	// SeparablePrefixes split off a verb and stand later in the sentence
 	// ("einreichen" as "reiche ... ein").
 	SeparablePrefixes []string `yaml:"separable_prefixes"`
@@ -141,15 +253,18 @@ type Inflection struct {
 
 // Locale is one language's compiled rules. It is immutable.
 type Locale struct {
-	lang          string
-	name          string
-	maxPlainWords int
-	decimalComma  bool
-	ordinalDot    bool
-	abbreviations map[string]bool
-	keepAccents   map[string]string // NFC lower-case word → its kept token
-	elisions      []string
-	clitics       []clitic
+	lang                            string
+	name                            string
+	maxPlainWords                   int
+	decimalComma                    bool
+	ordinalDot                      bool
+	abbreviations                   map[string]bool
+	keepAccents                     map[string]string // NFC lower-case word → its kept token
+	keepFinalAccents, verbFirstAsks bool
+	compoundObjects, postnominal    bool
+	verbSecond                      bool
+	elisions                        []string
+	clitics                         []clitic
 
 	affirmatives, negationIdioms, negations, hedges, conditions, additions phraseList
 	questionWords, fillers, politeness, glue, requests, quantityWords      phraseList
@@ -158,8 +273,37 @@ type Locale struct {
 	sideClauses                                                            phraseList
 	governBefore                                                           bool
 
-	numberWords map[string]float64
-	inflection  Inflection
+	frames, tags, plainWords, fillerSentences, titles, recaps phraseList
+	statementWords, partyPrepositions, modifierLinks          phraseList
+	partyArticles, pronouns                                   phraseList
+	dayPeriods                                                phraseList
+	timeWeekdays                                              map[string]int
+	determiners                                               map[string]bool
+	dayPeriodHours                                            map[*phrase][2]int
+	pronounEndings                                            []string
+	verbFirstEndings                                          []string
+	verbFirstWords                                            map[string]bool
+	// functionWords are the words of the lists that keep a question
+	// from being plain (negations, conditions, ...), and of the links
+	// and prepositions that open a slot: none may fill a modifier or
+	// party slot.
+	functionWords map[string]bool
+	// notModifiers may fill no slot after an object or a verb.
+	notModifiers     map[string]bool
+	ask, askVerbOnly string
+	askArticles      map[string]string
+	askArticleEnds   []string
+	mixLangs         []string
+	// mixView holds, compiled for this locale, the yes words of the
+	// languages it mixes in that are no words of its own (see Mix), in
+	// its negation_idioms, negations, affirmatives, fillers and
+	// politeness; nil when it mixes nothing in.
+	mixView *Locale
+	// file is the locale as written, for the locales that mix it in.
+	file *File
+
+	values     *valueRules
+	inflection Inflection
 }
 
 // Lang is the locale's language code ("en").
@@ -249,6 +393,17 @@ func compileSet(files map[string]rawFile) (*Set, error) {
 		h.Write([]byte(lang))
 		h.Write(rf.data)
 	}
+	for _, lang := range slices.Sorted(maps.Keys(s.byLang)) {
+		l := s.byLang[lang]
+		for _, m := range l.mixLangs {
+			ml, ok := s.byLang[m]
+			if !ok {
+				errs = append(errs, fmt.Errorf("%s: mix: no locale for %q", files[lang].name, m))
+				continue
+			}
+			l.mixIn(ml.file)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -310,6 +465,23 @@ func (f *File) Validate(lang string) error {
 		"inflection.infixes":            f.Inflection.Infixes,
 		"inflection.prefixes":           f.Inflection.Prefixes,
 		"inflection.noun_suffixes":      f.Inflection.NounSuffixes,
+		"frames":                        f.Frames,
+		"statement_words":               f.StatementWords,
+		"party_prepositions":            f.PartyPrepositions,
+		"party_articles":                f.PartyArticles,
+		"pronouns":                      f.Pronouns,
+		"determiners":                   f.Determiners,
+		"pronoun_endings":               f.PronounEndings,
+		"modifier_links":                f.ModifierLinks,
+		"not_modifiers":                 f.NotModifiers,
+		"verb_first_endings":            f.VerbFirstEndings,
+		"verb_first_words":              f.VerbFirstWords,
+		"tags":                          f.Tags,
+		"plain_words":                   f.PlainWords,
+		"filler_sentences":              f.FillerSentences,
+		"titles":                        f.Titles,
+		"recaps":                        f.Recaps,
+		"mix":                           f.Mix,
 	}
 	for _, key := range slices.Sorted(maps.Keys(lists)) {
 		seen := map[string]int{}
@@ -320,6 +492,8 @@ func (f *File) Validate(lang string) error {
 				bad(fmt.Sprintf("%s[%d]", key, i), "empty phrase")
 			case strings.HasPrefix(fp, "* ") || strings.HasSuffix(fp, " *") || fp == "*":
 				bad(fmt.Sprintf("%s[%d]", key, i), "%q: a phrase may not start or end with *", p)
+			case strings.HasPrefix(fp, "# ") || fp == "#":
+				bad(fmt.Sprintf("%s[%d]", key, i), "%q: a phrase may not start with #", p)
 			}
 			if j, dup := seen[fp]; dup {
 				bad(fmt.Sprintf("%s[%d]", key, i), "%q repeats %s[%d]", p, key, j)
@@ -327,11 +501,7 @@ func (f *File) Validate(lang string) error {
 			seen[fp] = i
 		}
 	}
-	for w := range f.NumberWords {
-		if strings.TrimSpace(w) == "" || strings.ContainsRune(strings.TrimSpace(w), ' ') {
-			bad("number_words", "%q: a number word is one word", w)
-		}
-	}
+	f.Values.validate(bad)
 	for _, c := range slices.Sorted(maps.Keys(f.Clitics)) {
 		fc := Fold(strings.TrimSpace(c))
 		if len(fc) < 2 || fc[0] != '\'' || strings.ContainsAny(fc[1:], "' ") {
@@ -339,6 +509,30 @@ func (f *File) Validate(lang string) error {
 		}
 		if w := strings.TrimSpace(f.Clitics[c]); w == "" || strings.ContainsRune(w, ' ') {
 			bad("clitics", "%q: stands for one word, got %q", c, f.Clitics[c])
+		}
+	}
+	for _, key := range []string{"ask", "ask_verb_only"} {
+		tmpl := map[string]string{"ask": f.Ask, "ask_verb_only": f.AskVerbOnly}[key]
+		if tmpl != "" && !strings.Contains(tmpl, "{verb}") {
+			bad(key, "%q: the template must hold {verb}", tmpl)
+		}
+	}
+	if f.Ask != "" && !strings.Contains(f.Ask, "{object}") {
+		bad("ask", "%q: the template must hold {object} (ask_verb_only is for a verb alone)", f.Ask)
+	}
+	for _, m := range f.Mix {
+		if strings.TrimSpace(m) == lang {
+			bad("mix", "%q: a language does not mix with itself", m)
+		}
+	}
+	for _, w := range slices.Sorted(maps.Keys(f.TimeWeekdays)) {
+		if d := f.TimeWeekdays[w]; d < 1 || d > 7 || strings.ContainsRune(strings.TrimSpace(w), ' ') {
+			bad("time_weekdays", "%q: %d: a weekday is one word and 1 (Monday) to 7 (Sunday)", w, d)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(f.DayPeriods)) {
+		if r := f.DayPeriods[k]; strings.TrimSpace(k) == "" || r[0] < 0 || r[1] <= r[0] || r[1] > 48 {
+			bad("day_periods", "%q: [%d, %d] is not a part of the day in hours", k, r[0], r[1])
 		}
 	}
 	for _, e := range slices.Sorted(maps.Keys(f.Inflection.StemEndings)) {
@@ -355,7 +549,6 @@ func compileLocale(f *File) *Locale {
 		name:          f.Name,
 		maxPlainWords: f.MaxPlainWords,
 		decimalComma:  f.DecimalComma,
-		numberWords:   map[string]float64{},
 		inflection:    f.Inflection,
 	}
 	for _, e := range f.Elisions {
@@ -366,6 +559,7 @@ func compileLocale(f *File) *Locale {
 	for _, a := range f.Abbreviations {
 		l.abbreviations[Fold(strings.TrimSuffix(strings.TrimSpace(a), "."))] = true
 	}
+	l.keepFinalAccents, l.verbFirstAsks, l.compoundObjects = f.KeepFinalAccents, f.VerbFirstAsks, f.CompoundObjects
 	l.keepAccents = map[string]string{}
 	for _, w := range f.KeepAccents {
 		w = strings.ToLower(norm.NFC.String(strings.TrimSpace(w)))
@@ -378,9 +572,7 @@ func compileLocale(f *File) *Locale {
 	sort.SliceStable(l.clitics, func(i, j int) bool { return len(l.clitics[i].suffix) > len(l.clitics[j].suffix) })
 	// Longest elision first, so "qu'" wins over a shorter one.
 	sort.Slice(l.elisions, func(i, j int) bool { return len(l.elisions[i]) > len(l.elisions[j]) })
-	for w, v := range f.NumberWords {
-		l.numberWords[Fold(strings.TrimSpace(w))] = v
-	}
+	l.file = f
 	c := func(srcs []string) phraseList { return compileList(l, srcs) }
 	l.affirmatives = c(f.Affirmatives)
 	l.negationIdioms = c(f.NegationIdioms)
@@ -406,7 +598,138 @@ func compileLocale(f *File) *Locale {
 	l.prepositions = c(f.Prepositions)
 	l.conjunctions = c(f.Conjunctions)
 	l.governBefore = f.GovernBefore
+	l.frames = c(f.Frames)
+	l.tags = c(f.Tags)
+	l.plainWords = c(f.PlainWords)
+	l.fillerSentences = c(f.FillerSentences)
+	l.titles = c(f.Titles)
+	l.recaps = c(f.Recaps)
+	l.statementWords = c(f.StatementWords)
+	l.partyPrepositions = c(f.PartyPrepositions)
+	l.partyArticles = c(f.PartyArticles)
+	l.pronouns = c(f.Pronouns)
+	l.timeWeekdays = map[string]int{}
+	for w, d := range f.TimeWeekdays {
+		l.timeWeekdays[l.fold(strings.TrimSpace(w))] = d
+	}
+	l.determiners = map[string]bool{}
+	for _, d := range f.Determiners {
+		for _, w := range l.phraseWords(d) {
+			l.determiners[w] = true
+		}
+	}
+	l.dayPeriodHours = map[*phrase][2]int{}
+	for _, src := range slices.Sorted(maps.Keys(f.DayPeriods)) {
+		ph := compilePhrase(l, src)
+		l.dayPeriods.add(ph)
+		l.dayPeriodHours[ph] = f.DayPeriods[src]
+	}
+	for _, e := range f.PronounEndings {
+		l.pronounEndings = append(l.pronounEndings, Fold(strings.TrimSpace(e)))
+	}
+	l.modifierLinks = c(f.ModifierLinks)
+	l.verbSecond = f.VerbSecond
+	l.postnominal = f.PostnominalModifiers
+	l.verbFirstWords = map[string]bool{}
+	for _, w := range f.VerbFirstWords {
+		l.verbFirstWords[l.fold(strings.TrimSpace(w))] = true
+	}
+	for _, e := range f.VerbFirstEndings {
+		l.verbFirstEndings = append(l.verbFirstEndings, Fold(strings.TrimSpace(e)))
+	}
+	l.notModifiers = map[string]bool{}
+	for _, p := range f.NotModifiers {
+		for _, w := range strings.Fields(l.fold(p)) {
+			for _, part := range l.splitWord(w) {
+				l.notModifiers[part] = true
+			}
+		}
+	}
+	l.functionWords = map[string]bool{}
+	for _, list := range [][]string{f.Negations, f.Hedges, f.Conditions, f.Additions, f.QuestionWords,
+		f.SideClauses, f.Alternatives, f.OpenQuestions, f.Conjunctions, f.Recaps, f.ModifierLinks, f.PartyPrepositions} {
+		for _, p := range list {
+			for _, w := range strings.Fields(l.fold(p)) {
+				for _, part := range l.splitWord(strings.Trim(w, ".,!?;:¿¡\"*~")) {
+					if part != "" {
+						l.functionWords[part] = true
+					}
+				}
+			}
+		}
+	}
+	l.ask, l.askVerbOnly = strings.TrimSpace(f.Ask), strings.TrimSpace(f.AskVerbOnly)
+	l.askArticles = map[string]string{}
+	for k, v := range f.AskArticles {
+		l.askArticles[Fold(strings.TrimSpace(k))] = strings.TrimSpace(v)
+	}
+	l.askArticleEnds = sortedEnds(l.askArticles)
+	for _, m := range f.Mix {
+		l.mixLangs = append(l.mixLangs, strings.TrimSpace(m))
+	}
+	l.values = compileValues(l, &f.Values)
 	return l
+}
+
+// mixIn adds the yes words of f's language to l's mixed lists, leaving
+// out each phrase whose every word is a word of l's own lists: en "no" is
+// pt "no" (in the), which pt judges by its own rules.
+func (l *Locale) mixIn(f *File) {
+	own := map[string]bool{}
+	for _, list := range l.file.lists() {
+		for _, p := range list {
+			for _, w := range l.phraseWords(p) {
+				own[w] = true
+			}
+		}
+	}
+	add := func(pl *phraseList, srcs []string) {
+		for _, src := range srcs {
+			ws := l.phraseWords(src)
+			foreign := false
+			for _, w := range ws {
+				foreign = foreign || !own[w]
+			}
+			if foreign {
+				pl.add(compilePhrase(l, src))
+			}
+		}
+	}
+	if l.mixView == nil {
+		l.mixView = &Locale{lang: l.lang}
+	}
+	m := l.mixView
+	add(&m.negationIdioms, f.NegationIdioms)
+	add(&m.negations, f.Negations)
+	add(&m.affirmatives, f.Affirmatives)
+	add(&m.fillers, f.Fillers)
+	add(&m.politeness, f.Politeness)
+}
+
+// phraseWords returns the folded words of a phrase as written, without
+// its "*" and "#".
+func (l *Locale) phraseWords(src string) []string {
+	var out []string
+	for _, w := range strings.Fields(l.fold(src)) {
+		if w == "*" || w == "#" {
+			continue
+		}
+		for _, part := range l.splitWord(strings.Trim(w, ".,!?;:¿¡\"~")) {
+			if part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+// lists returns every phrase list of the file.
+func (f *File) lists() [][]string {
+	return [][]string{f.Affirmatives, f.NegationIdioms, f.Negations, f.Hedges, f.Conditions, f.Additions,
+		f.QuestionWords, f.Fillers, f.Politeness, f.Glue, f.Requests, f.Particles, f.QuantityWords,
+		f.ConfirmRequests, f.QuestionStarts, f.Proceed, f.ConfirmVerbs, f.BackReferences, f.OpenQuestions,
+		f.SideClauses, f.Alternatives, f.Conjunctions, f.Prepositions, f.Frames, f.Tags, f.PlainWords,
+		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.Pronouns, f.Determiners, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers}
 }
 
 // Get returns the locale for a BCP-47 tag: "es-MX" falls back to "es". It

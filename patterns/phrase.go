@@ -13,6 +13,7 @@ type element struct {
 	forms  map[string]bool // any of these words (inflected verbs); nil otherwise
 	prefix bool            // "confirm~" matches confirm, confirms, confirmation
 	gap    bool            // "*": up to maxGap words
+	number bool            // "#": a number in figures ("ending in #")
 	// ends, when set, must also hold of the matched word in its tokens
 	// (a separated verb prefix ends its clause).
 	ends func(toks []string, i int) bool
@@ -20,6 +21,8 @@ type element struct {
 
 func (e element) matches(tok string) bool {
 	switch {
+	case e.number:
+		return tok != "" && tok[0] >= '0' && tok[0] <= '9'
 	case e.forms != nil:
 		return e.forms[tok]
 	case e.prefix:
@@ -48,6 +51,8 @@ func compilePhrase(l *Locale, src string) *phrase {
 		switch {
 		case w == "*":
 			p.elems = append(p.elems, element{gap: true})
+		case w == "#":
+			p.elems = append(p.elems, element{number: true})
 		case strings.HasSuffix(w, "~") && len(w) > 1:
 			p.elems = append(p.elems, element{word: strings.TrimSuffix(w, "~"), prefix: true})
 		default:
@@ -92,26 +97,37 @@ func matchAt(elems []element, toks []string, i int) int {
 // by its words, leaving out what its gaps stand for; nil when it does not
 // match there. It finds the same match as matchAt.
 func positions(elems []element, toks []string, i int) []int {
+	ps, ok := appendPositions(make([]int, 0, len(elems)), elems, toks, i)
+	if !ok {
+		return nil
+	}
+	return ps
+}
+
+// appendPositions appends to dst what positions returns and reports
+// whether elems match at toks[i]; on false it returns dst as it was. A
+// caller that reuses dst across matches allocates once, not per word.
+func appendPositions(dst []int, elems []element, toks []string, i int) ([]int, bool) {
 	if len(elems) == 0 {
-		return []int{}
+		return dst, true
 	}
 	e := elems[0]
 	if e.gap {
 		for g := 0; g <= maxGap && i+g <= len(toks); g++ {
-			if ps := positions(elems[1:], toks, i+g); ps != nil {
-				return ps
+			if out, ok := appendPositions(dst, elems[1:], toks, i+g); ok {
+				return out, true
 			}
 		}
-		return nil
+		return dst, false
 	}
 	if i >= len(toks) || !e.matches(toks[i]) || (e.ends != nil && !e.ends(toks, i)) {
-		return nil
+		return dst, false
 	}
-	ps := positions(elems[1:], toks, i+1)
-	if ps == nil {
-		return nil
+	out, ok := appendPositions(append(dst, i), elems[1:], toks, i+1)
+	if !ok {
+		return dst, false
 	}
-	return append([]int{i}, ps...)
+	return out, true
 }
 
 // phraseList is a compiled list, indexed by the first word.
@@ -206,13 +222,39 @@ func (pl *phraseList) empty() bool { return pl.n == 0 }
 // find returns every match in toks, longest first at each position, in
 // token order.
 func (pl *phraseList) find(toks []string) []span {
-	var out []span
+	return pl.appendFind(nil, toks)
+}
+
+// appendFind appends what find returns to dst.
+func (pl *phraseList) appendFind(dst []span, toks []string) []span {
+	if pl.n == 0 {
+		return dst
+	}
 	for i := range toks {
 		if best := pl.bestAt(toks, i); best.start >= 0 {
-			out = append(out, best)
+			dst = append(dst, best)
 		}
 	}
-	return out
+	return dst
+}
+
+// spanArena hands out the matches of several lists in one sentence from
+// one buffer: each find's result is a slice of it, capped, so later finds
+// never write over it (a find that outgrows the buffer moves on to a new
+// one, leaving earlier results where they are).
+type spanArena struct {
+	buf  []span
+	toks []string
+}
+
+func newSpanArena(toks []string) *spanArena {
+	return &spanArena{buf: make([]span, 0, 2*len(toks)+8), toks: toks}
+}
+
+func (a *spanArena) find(pl *phraseList) []span {
+	n := len(a.buf)
+	a.buf = pl.appendFind(a.buf, a.toks)
+	return a.buf[n:len(a.buf):len(a.buf)]
 }
 
 // bestAt returns the longest match starting at toks[i] (the first listed
@@ -270,4 +312,15 @@ func (pl *phraseList) startsWith(toks []string) (span, bool) {
 		return best, true
 	}
 	return span{}, false
+}
+
+// Match is one thing a rule found in a text.
+type Match struct {
+	Rule    string // "affirmative", "negation", "verb", ...
+	Pattern string // the phrase as written in the locale or policy
+	Text    string // the words it matched
+}
+
+func spanMatch(rule string, toks []string, s span) Match {
+	return Match{Rule: rule, Pattern: s.p.src, Text: strings.Join(toks[s.start:s.end], " ")}
 }

@@ -1,6 +1,7 @@
 package patterns
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,19 +52,21 @@ var accentFolders = sync.Pool{New: func() any {
 	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
 }}
 
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // Fold lower-cases s, removes accents and straightens quotes, so that
 // "Envíe" and "envie" compare equal. Text in the Latin scripts folds
 // through a table in one pass; anything else goes through Unicode
 // normalisation (slowFold), with the same result.
 func Fold(s string) string {
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
+	if isASCII(s) {
 		if strings.IndexByte(s, '`') >= 0 {
 			s = strings.ReplaceAll(s, "`", "'")
 		}
@@ -196,10 +199,11 @@ func (l *Locale) Parse(text string) Text {
 				tok = strings.Map(dropSpace, tok)
 			}
 			cur.Tokens = append(cur.Tokens, tok)
-			// "am 12. Mai": with ordinal_dot, a dot after a number of one
-			// or two digits and before a word is an ordinal's, not a
-			// sentence end.
-			if l != nil && l.ordinalDot && j-i <= 2 && j+2 < len(s) && s[j] == '.' && s[j+1] == ' ' {
+			// "am 12. Mai", "am 15.12. um 10 Uhr": with ordinal_dot, a dot
+			// after a number of one or two digits, or a day and month
+			// ("15.12"), and before a word is an ordinal's, not a sentence
+			// end.
+			if l != nil && l.ordinalDot && (j-i <= 2 || isDayMonth(s[i:j])) && j+2 < len(s) && s[j] == '.' && s[j+1] == ' ' {
 				if r3, _ := utf8.DecodeRuneInString(s[j+2:]); unicode.IsLetter(r3) {
 					j++
 				}
@@ -315,6 +319,12 @@ func protectAcronyms(text string) string {
 	return string(rs)
 }
 
+// isDayMonth reports whether tok is a day and month in figures, "15.12".
+func isDayMonth(tok string) bool {
+	d, m, ok := strings.Cut(tok, ".")
+	return ok && len(d) >= 1 && len(d) <= 2 && len(m) >= 1 && len(m) <= 2 && isDigits(d) && isDigits(m)
+}
+
 func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 
 func isGroupSpace(r rune) bool { return r == ' ' || r == '\u00a0' || r == '\u202f' }
@@ -344,35 +354,80 @@ func dropSpace(r rune) rune {
 	return r
 }
 
+// isAccentedVowel reports whether r is a vowel with an acute or grave
+// accent: "presentó" (did submit) is not "presento" (I submit).
+func isAccentedVowel(r rune) bool {
+	switch r {
+	case 'á', 'é', 'í', 'ó', 'ú', 'à', 'è', 'ì', 'ò', 'ù':
+		return true
+	}
+	return false
+}
+
+// unmark removes from s the marks keptToken leaves, for people to read.
+func unmark(s string) string {
+	if !strings.Contains(s, "\u02b9") {
+		return s
+	}
+	return strings.ReplaceAll(s, "\u02b9", "")
+}
+
 // keptToken is how a word of keep_accents stands after folding: its
 // folded form and a mark no text holds, so "sí" never equals "si".
 func keptToken(w string) string { return Fold(w) + "\u02b9" }
 
 // fold folds s, keeping the words of keep_accents apart.
 func (l *Locale) fold(s string) string {
-	if l == nil || len(l.keepAccents) == 0 {
+	if l == nil || (len(l.keepAccents) == 0 && !l.keepFinalAccents) {
 		return Fold(s)
 	}
-	rs := []rune(norm.NFC.String(s))
+	// Only a word with a letter beyond ASCII can be one to keep apart.
+	if isASCII(s) {
+		return Fold(s)
+	}
+	if !norm.NFC.IsNormalString(s) {
+		s = norm.NFC.String(s)
+	}
 	var b strings.Builder
-	for i := 0; i < len(rs); {
-		if !unicode.IsLetter(rs[i]) {
-			b.WriteRune(rs[i])
-			i++
+	last := 0
+	for i := 0; i < len(s); {
+		r, sz := utf8.DecodeRuneInString(s[i:])
+		if !unicode.IsLetter(r) {
+			i += sz
 			continue
 		}
-		j := i
-		for j < len(rs) && unicode.IsLetter(rs[j]) {
-			j++
+		j, n, wide, final := i, 0, false, r
+		for j < len(s) {
+			r2, sz2 := utf8.DecodeRuneInString(s[j:])
+			if !unicode.IsLetter(r2) {
+				break
+			}
+			wide = wide || r2 >= utf8.RuneSelf
+			final = r2
+			n++
+			j += sz2
 		}
-		w := string(rs[i:j])
-		if k, ok := l.keepAccents[strings.ToLower(w)]; ok {
-			b.WriteString(k)
-		} else {
-			b.WriteString(w)
+		if wide {
+			w := strings.ToLower(s[i:j])
+			rep, ok := l.keepAccents[w]
+			if !ok && l.keepFinalAccents && n >= 3 && isAccentedVowel(unicode.ToLower(final)) {
+				rep, ok = keptToken(w), true
+			}
+			if ok {
+				if b.Len() == 0 {
+					b.Grow(len(s) + 8)
+				}
+				b.WriteString(s[last:i])
+				b.WriteString(rep)
+				last = j
+			}
 		}
 		i = j
 	}
+	if last == 0 {
+		return Fold(s)
+	}
+	b.WriteString(s[last:])
 	return Fold(b.String())
 }
 
@@ -414,58 +469,24 @@ func (l *Locale) appendSplit(dst []string, w string) []string {
 // separator: with a decimal comma "1.200,50" is 1200.5; without one
 // "1,200.50" is. A separator followed by other than three digits is read as
 // the decimal mark whatever the locale ("120,50" is 120.5 in English too).
+// A word is read with the locale's number words ("two", "einundzwanzig").
 func (l *Locale) ParseNumber(tok string) (float64, bool) {
 	if tok == "" || !unicode.IsDigit(rune(tok[0])) {
-		if l != nil {
-			if v, ok := l.numberWords[tok]; ok {
-				return v, true
-			}
+		if n, ok := l.wordNumber(tok); ok {
+			return float64(n), true
 		}
 		return 0, false
 	}
-	lastDot := strings.LastIndexByte(tok, '.')
-	lastComma := strings.LastIndexByte(tok, ',')
-	dec := byte(0)
-	switch {
-	case lastDot >= 0 && lastComma >= 0:
-		if lastDot > lastComma {
-			dec = '.'
-		} else {
-			dec = ','
-		}
-	case lastDot >= 0 || lastComma >= 0:
-		sep := byte('.')
-		idx := lastDot
-		if lastComma >= 0 {
-			sep, idx = ',', lastComma
-		}
-		groupsOfThree := len(tok)-idx-1 == 3 && strings.Count(tok, string(sep)) >= 1
-		localeDec := byte('.')
-		if l != nil && l.decimalComma {
-			localeDec = ','
-		}
-		switch {
-		case strings.Count(tok, string(sep)) > 1:
-			dec = 0 // 1,200,000: thousands only
-		case sep == localeDec:
-			dec = sep
-		case groupsOfThree:
-			dec = 0
-		default:
-			dec = sep
-		}
+	units, scale, _, ok := parseDecimal(tok, decimalMark(tok, l != nil && l.decimalComma))
+	if !ok {
+		return 0, false
 	}
-	var b strings.Builder
-	for i := 0; i < len(tok); i++ {
-		c := tok[i]
-		switch {
-		case c >= '0' && c <= '9':
-			b.WriteByte(c)
-		case c == dec:
-			b.WriteByte('.')
-		}
+	// Both exact in a float64, so the quotient is rounded once, as
+	// ParseFloat rounds.
+	if units < 1<<53 && scale <= 22 {
+		return float64(units) / math.Pow10(int(scale)), true
 	}
-	v, err := strconv.ParseFloat(b.String(), 64)
+	v, err := strconv.ParseFloat(strconv.FormatInt(units, 10)+"e-"+strconv.Itoa(int(scale)), 64)
 	return v, err == nil
 }
 

@@ -189,11 +189,13 @@ func TestFaultEmbeddedServerRestart(t *testing.T) {
 	if _, err := r2.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: first.GetDecisionId()}); err != nil {
 		t.Fatalf("Complete of the decision made before the restart: %v", err)
 	}
-	other, err := r2.check(t.Context(), call, appealTool, map[string]any{"appeal_id": "A-18"})
+	// Other arguments, whose values the question still states (so that the
+	// judge passes them and the book must refuse the turn's second use).
+	other, err := r2.check(t.Context(), call, appealTool, map[string]any{"appeal_id": "A-17", "priority": "high"})
 	if err != nil || other.GetReason() != yesguardv1.Reason_REASON_EVIDENCE_USED {
 		t.Fatalf("the same yes for other arguments after the restart: %v, %v", other, err)
 	}
-	l.add(call+"/A-18", other)
+	l.add(call+"/A-17-high", other)
 	l.verify(t, r2, call)
 }
 

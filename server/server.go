@@ -295,10 +295,10 @@ func replicaName() string {
 	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
-// warnSharedObjects logs each object two confirmed tools share: allowed,
+// warnSharedObjects logs each object and verb two confirmed tools share: allowed,
 // but it makes questions about it refused for both.
 func warnSharedObjects(log *zap.Logger, p *guard.Policy) {
-	for _, w := range p.SharedObjects() {
+	for _, w := range p.Warnings() {
 		log.Warn("policy: " + w)
 	}
 }

@@ -221,7 +221,9 @@ func TestCompleteAndRepeats(t *testing.T) {
 	if _, err := h.svc.Complete(t.Context(), &yesguardv1.CompleteRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("Complete without decision_id = %v, want InvalidArgument", err)
 	}
-	evidence := h.check("c", "submit_appeal", map[string]any{"appeal_id": "A-18"}, false)
+	// Other arguments the question still states: the judge passes them, and
+	// the turn's yes, already used, does not allow them.
+	evidence := h.check("c", "submit_appeal", map[string]any{"appeal_id": "A-17", "priority": "high"}, false)
 	if evidence.GetReason() != yesguardv1.Reason_REASON_EVIDENCE_USED {
 		t.Fatalf("other arguments on the same yes = %v", evidence)
 	}

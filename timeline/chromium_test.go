@@ -212,7 +212,7 @@ func TestTimelineInChromium(t *testing.T) {
 	if refused.GetOutcome() != yesguardv1.Outcome_OUTCOME_REFUSE || refused.GetReason() != yesguardv1.Reason_REASON_NEGATED {
 		t.Fatalf("first Check: %s/%s, want REFUSE/NEGATED", refused.GetOutcome(), refused.GetReason())
 	}
-	c.say("agent", "No problem. Would you like me to submit it later today instead?", 6600, 9800)
+	c.say("agent", "No problem. Would you like me to submit the appeal now?", 6600, 9800)
 	allowed := c.raced("Yes, please.", 10300, 11200)
 	if allowed.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW {
 		t.Fatalf("second Check: %s/%s (%s), want ALLOW", allowed.GetOutcome(), allowed.GetReason(), allowed.GetDetail())

@@ -1,0 +1,138 @@
+package patterns
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// plainSeeds are plain questions per language (beside the suggested ones
+// of askCases), each with the tool's verbs and objects, that a yes
+// confirms.
+var plainSeeds = []struct {
+	lang, question string
+	verbs, objects []string
+}{
+	{"en", "Would you like me to submit your appeal now?", []string{"submit"}, []string{"appeal"}},
+	{"en", "Do you want me to go ahead and book the appointment for you?", []string{"book"}, []string{"appointment"}},
+	{"es", "¿Quiere que le envíe la apelación ahora?", []string{"enviar"}, []string{"apelación"}},
+	{"es", "¿Le agendo la cita?", []string{"agendar"}, []string{"cita"}},
+	{"de", "Möchten Sie, dass ich den Termin jetzt buche?", []string{"buchen"}, []string{"Termin"}},
+	{"de", "Soll ich Ihren Widerspruch heute noch einreichen?", []string{"einreichen"}, []string{"Widerspruch"}},
+	{"fr", "Voulez-vous que je réserve votre rendez-vous maintenant ?", []string{"réserver"}, []string{"rendez vous"}},
+	{"fr", "Je dépose le recours ?", []string{"déposer"}, []string{"recours"}},
+	{"pt", "Quer que eu agende a consulta agora?", []string{"agendar"}, []string{"consulta"}},
+	{"pt", "Posso cancelar a consulta?", []string{"cancelar"}, []string{"consulta"}},
+	{"it", "Vuole che presenti il ricorso adesso?", []string{"presentare"}, []string{"ricorso"}},
+	{"it", "Le prenoto la visita?", []string{"prenotare"}, []string{"visita"}},
+	{"nl", "Zal ik de afspraak nu voor u boeken?", []string{"boeken"}, []string{"afspraak"}},
+	{"nl", "Wilt u dat ik het bezwaar indien?", []string{"indienen"}, []string{"bezwaar"}},
+}
+
+// TestAWordOutsideTheListsMakesAQuestionNotPlain is the plain-question
+// rule as a property. From plain questions a yes confirms, it inserts at
+// every place a word no list explains, and each word of the locale's
+// lists that change what a question proposes (negations, conditions,
+// side clauses, alternatives, the words of time and order), and another
+// tool's verb. No such question may be confirmed, except where a word
+// fills a slot that describes the object ("your physio appointment"),
+// which only a made-up word may.
+func TestAWordOutsideTheListsMakesAQuestionNotPlain(t *testing.T) {
+	type seed struct {
+		lang, question string
+		verbs, objects []string
+	}
+	var seeds []seed
+	for _, tc := range askCases {
+		seeds = append(seeds, seed{tc.lang, tc.want, tc.verbs, tc.objects})
+	}
+	for _, s := range plainSeeds {
+		seeds = append(seeds, seed{s.lang, s.question, s.verbs, s.objects})
+	}
+	yes := map[string]string{"en": "Yes.", "es": "Sí.", "de": "Ja.", "fr": "Oui.", "pt": "Sim.", "it": "Sì.", "nl": "Ja."}
+	otherVerb := map[string]string{"en": "cancel", "es": "cancelar", "de": "stornieren", "fr": "annuler", "pt": "desmarcar", "it": "annullare", "nl": "annuleren"}
+	generated, failed := 0, 0
+	for _, sd := range seeds {
+		l := locale(t, sd.lang)
+		tool := Tool{Action: l.CompileAction(sd.verbs, sd.objects), Others: l.MergeActions([]string{otherVerb[sd.lang]}, nil)}
+		judge := func(q string) Verdict {
+			return Judge(Input{Answer: Turn{Locale: l, Text: yes[sd.lang], Tool: tool}, Question: &Turn{Locale: l, Text: q, Tool: tool}})
+		}
+		if v := judge(sd.question); v.Outcome != Confirmed {
+			t.Errorf("%s seed %q is not confirmed: %v %s", sd.lang, sd.question, v.Outcome, v.Detail)
+			continue
+		}
+		words := strings.Fields(strings.TrimRight(sd.question, "?¿ "))
+		var danger []string
+		for _, w := range append(dangerWords(l), otherVerb[sd.lang]) {
+			// A word that is also a form of the tool's verb (nl "indien":
+			// if, and "dat ik het indien") is that verb.
+			if !tool.Action.words[l.fold(w)] {
+				danger = append(danger, w)
+			}
+		}
+		for i := 0; i <= len(words); i++ {
+			// The made-up word, then each word that changes what is proposed.
+			for _, w := range append([]string{"zorblik"}, danger...) {
+				q := strings.Join(slices.Insert(slices.Clone(words), i, w), " ") + "?"
+				generated++
+				v := judge(q)
+				if v.Outcome != Confirmed {
+					continue
+				}
+				switch ro := insertedRole(l, q, i, tool); {
+				case w == "zorblik" && (ro == roleModifier || ro == roleParty):
+					continue // a made-up word may describe the object
+				case w != "zorblik" && (ro == rolePlain || ro == roleFrame || ro == roleTag):
+					continue // it joined its neighbours in a listed phrase ("ahora" "mismo")
+				}
+				failed++
+				if failed <= 40 {
+					t.Errorf("%s: %q confirmed with %q inserted", sd.lang, q, w)
+				}
+			}
+		}
+	}
+	t.Logf("%d questions with a word inserted, %d confirmed", generated, failed)
+}
+
+// dangerWords returns one-word entries of the lists whose words change
+// what a question proposes.
+//
+// A word the plain words, frames or tags explain by design is left out.
+func dangerWords(l *Locale) []string {
+	f := l.file
+	explained := map[string]bool{}
+	for _, list := range [][]string{f.PlainWords, f.Frames, f.Tags} {
+		for _, p := range list {
+			explained[l.fold(p)] = true
+		}
+	}
+	var out []string
+	for _, list := range [][]string{f.Negations, f.Conditions, f.SideClauses, f.Alternatives, f.NotModifiers} {
+		for _, p := range list {
+			// Elisions ("n'") stand only joined to their word.
+			if ws := strings.Fields(p); len(ws) == 1 && !strings.HasSuffix(ws[0], "'") && !slices.Contains(out, ws[0]) && !explained[l.fold(ws[0])] {
+				out = append(out, ws[0])
+			}
+		}
+	}
+	return out
+}
+
+// insertedRole returns the role the word inserted at word index i of q
+// took.
+func insertedRole(l *Locale, q string, i int, tool Tool) role {
+	// Words before i, as the question was split on spaces, and the tokens
+	// they make.
+	prefix := strings.Join(strings.Fields(q)[:i], " ")
+	n := len(l.Parse(prefix).Tokens())
+	for _, s := range l.Parse(q).Sentences {
+		if n < len(s.Tokens) {
+			r := l.read(s, tool, newCallArgs(nil), false)
+			return r.roles[n]
+		}
+		n -= len(s.Tokens)
+	}
+	return unexplained
+}
