@@ -99,7 +99,11 @@ var (
 	ActiveCalls = series(Gauge, "transcript", "active_calls",
 		"Calls whose transcript state is held.")
 	CallsEvicted = series(Counter, "transcript", "calls_evicted_total",
-		"Calls whose state was dropped, by cause: idle, ended, capacity.", "cause")
+		"Calls whose state was dropped, by cause: idle, ended.", "cause")
+	LimitHits = series(Counter, "transcript", "limit_hits_total",
+		"Times a transcript limit was hit, by limit: text_bytes, lang_bytes, response_id_bytes, source_bytes, calls, total_bytes, events_per_second (the event was dropped) or call_bytes (a call's oldest utterances were dropped).", "limit")
+	StoreBytes = series(Gauge, "transcript", "store_bytes",
+		"What the calls held take, as counted against --max-total-bytes.")
 
 	// server, with the JetStream state.
 	TranscriptCaughtUp = series(Gauge, "transcript", "caught_up",
@@ -130,7 +134,7 @@ var (
 var catalogue = []Series{
 	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions,
 	DecisionLogDropped, DecisionLogWritten,
-	Events, EventsRejected, ActiveCalls, CallsEvicted, TranscriptCaughtUp, TranscriptPending,
+	Events, EventsRejected, LimitHits, ActiveCalls, CallsEvicted, StoreBytes, TranscriptCaughtUp, TranscriptPending,
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations,
 	NATSConnected, NATSReconnects, NATSErrors,

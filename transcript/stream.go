@@ -283,9 +283,9 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 	seq := meta.Sequence.Stream
 	ev, err := Decode(in.prefix, msg.Subject(), msg.Data(), in.limits)
 	if err != nil {
-		rejected(in.log, in.m, msg.Subject(), msg.Data(), err, zap.Uint64("stream_seq", seq))
+		rejected(in.log, in.m, in.store, in.prefix, msg.Subject(), msg.Data(), err, zap.Uint64("stream_seq", seq))
 	} else if ok, reason := in.store.ApplyMeta(ev, Meta{At: meta.Timestamp, StreamSeq: seq, Replay: seq <= in.replayUntil.Load()}); !ok {
-		dropped(in.log, in.m, ev, reason, zap.Uint64("stream_seq", seq))
+		dropped(in.log, in.m, in.store, ev, reason, zap.Uint64("stream_seq", seq))
 	}
 	in.lastStored.Store(meta.Timestamp.UnixNano())
 	in.pending.Store(meta.NumPending)
