@@ -263,7 +263,11 @@ func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
 	if err != nil {
 		return // reset under way, or not connected: try again
 	}
-	if info.NumPending == 0 && in.applied.Load() >= info.Delivered.Stream {
+	// Nothing pending, and everything delivered applied. A consumer that
+	// has delivered nothing at all (a restart after the stream's events
+	// aged past the rebuild window: it starts at the stream's end, and
+	// Delivered.Stream names that end) has nothing to apply either.
+	if info.NumPending == 0 && (in.applied.Load() >= info.Delivered.Stream || info.Delivered.Consumer == 0) {
 		in.markCaughtUp()
 	}
 }
