@@ -126,6 +126,13 @@ var (
 		"Times the NATS connection was re-established.")
 	NATSErrors = series(Counter, "nats", "errors_total",
 		"Asynchronous NATS errors (slow consumer, permissions, ...).")
+	ReloadErrors = series(Counter, "", "reload_errors_total",
+		"Reloads (SIGHUP) that failed, by what: policy (with the locales), tokens, tls. What failed keeps what it had.", "what")
+	RedactionErrors = series(Counter, "decision", "redaction_errors_total",
+		"Decision records whose args or result could not be parsed for redaction; the copy written lost them whole.")
+	// auth (the gRPC interceptors; package auth builds this collector).
+	AuthRefused = series(Counter, "grpc", "auth_refused_total",
+		"gRPC calls refused by authentication or authorisation, by method and code (Unauthenticated: no or unknown token; PermissionDenied: a token without the method's role, or a method no role may call).", "method", "code")
 	BuildInfo = series(Gauge, "", "build_info",
 		"Always 1; labels carry the build's version, revision and Go version.", "version", "revision", "goversion")
 )
@@ -138,6 +145,7 @@ var catalogue = []Series{
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations,
 	NATSConnected, NATSReconnects, NATSErrors,
+	AuthRefused, ReloadErrors, RedactionErrors,
 	BuildInfo,
 }
 
@@ -221,6 +229,12 @@ func NewGauge(reg prometheus.Registerer, s Series) prometheus.Gauge {
 // NewGaugeVec registers the gauge vector s describes on reg.
 func NewGaugeVec(reg prometheus.Registerer, s Series) *prometheus.GaugeVec {
 	return register(reg, s.Collector().(*prometheus.GaugeVec))
+}
+
+// NewGaugeFunc registers a gauge s describes whose value f gives when
+// scraped.
+func NewGaugeFunc(reg prometheus.Registerer, s Series, f func() float64) prometheus.GaugeFunc {
+	return register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: s.Name, Help: s.Help}, f))
 }
 
 // NewHistogram registers the histogram s describes on reg.

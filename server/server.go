@@ -56,6 +56,7 @@ import (
 	"github.com/yesguard/yesguard/metrics"
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/redact"
 	"github.com/yesguard/yesguard/service"
 	"github.com/yesguard/yesguard/timeline"
 	"github.com/yesguard/yesguard/transcript"
@@ -156,6 +157,16 @@ type Server struct {
 	dlog       *decisionlog.Logger // nil when the sink came from WithDecisionSink
 	timeline   *timeline.Handler
 
+	// Security (security.go): who may call what, over which transport,
+	// and what the records keep.
+	tokens     *auth.Tokens       // nil: no token file, every method open
+	tls        *auth.ServerTLS    // nil: plaintext gRPC
+	authz      *auth.Authorizer   // always: it puts the caller's Identity in the context
+	embedded   *auth.EmbeddedNATS // the embedded server's users; nil with NATSURL
+	natsAuth   []nats.Option      // the guard's credentials and TLS for NATS
+	redactor   *redact.Redactor
+	secMetrics securityMetrics
+
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
 
@@ -235,10 +246,17 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	bi := ReadBuildInfo()
 	metrics.NewGaugeVec(reg, metrics.BuildInfo).WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 
+	if err := s.setUpSecurity(reg); err != nil {
+		return nil, err
+	}
+
 	s.tmetrics = transcript.NewMetrics(reg)
 	s.store = transcript.NewStore(cfg.Limits, s.tmetrics)
+	metrics.NewGaugeFunc(reg, metrics.StoreBytes, func() float64 { return float64(s.store.Bytes()) })
 	if cfg.State == StateMemory {
-		s.memBook, s.memRecords = dedupe.NewMemory(reg), decisions.NewMemory(decisions.MemoryLimits{})
+		s.memBook = dedupe.NewMemory(reg)
+		s.memRecords = decisions.NewMemory(decisions.MemoryLimits{
+			MaxPerCall: cfg.DecisionsPerCall, MaxBytes: cfg.DecisionMaxBytes, TTL: cfg.DecisionRetention})
 		s.book, s.records = s.memBook, s.memRecords
 		s.log.Warn("state memory: reservations, evidence uses and decision records are held in this process only. " +
 			"Run one replica: a second one would allow the same action again, and a restart forgets them. Use --state jetstream for replicas and restarts")
@@ -274,15 +292,21 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("policy %q with locales_dir %q: %w", cfg.PolicyPath, cfg.LocalesDir, err)
 	}
 	s.service = service.New(service.Config{
-		Engine:     s.guard,
-		Book:       s.book,
-		Store:      s.records,
-		Sink:       sink,
-		Replica:    replicaName(),
-		Registerer: reg,
-		Logger:     s.log.Named("service"),
+		Engine:      s.guard,
+		Book:        s.book,
+		Store:       s.records,
+		Sink:        sink,
+		Replica:     replicaName(),
+		Registerer:  reg,
+		Logger:      s.log.Named("service"),
+		Redact:      s.redactDecision,
+		RedactTurns: s.redactor.Turns,
 	})
-	s.timeline = timeline.New(timeline.Config{Decisions: s.service, Recent: s.records, Tokens: o.tokens, Logger: s.log.Named("timeline")})
+	pageTokens := o.tokens
+	if pageTokens == nil {
+		pageTokens = s.tokens // the call pages are behind the auditor role, as ListDecisions is
+	}
+	s.timeline = timeline.New(timeline.Config{Decisions: s.service, Recent: s.records, Tokens: pageTokens, Logger: s.log.Named("timeline")})
 	return s, nil
 }
 
@@ -317,18 +341,33 @@ func loadRules(cfg *Config) (*guard.Policy, *patterns.Set, error) {
 	return policy, locales, errors.Join(errs...)
 }
 
-// Reload re-reads the policy and the locales and swaps them into the guard;
-// Checks under way finish with the rules they started with. On error the
-// old rules stay.
+// Reload re-reads the policy and the locales, the token file and the gRPC
+// TLS files, and swaps each in; Checks under way finish with the rules
+// they started with, connections made keep their keys. Each part that
+// fails keeps what it had, is counted (yesguard_reload_errors_total) and
+// is in the returned error; the others are reloaded all the same.
 func (s *Server) Reload() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	policy, locales, err := loadRules(&s.cfg)
-	if err != nil {
+	var errs []error
+	if err := s.reloadRules(); err != nil {
+		s.secMetrics.reloadErrors.WithLabelValues("policy").Inc()
+		errs = append(errs, err)
+	}
+	errs = append(errs, s.reloadSecurity()...)
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
+	return nil
+}
+
+func (s *Server) reloadRules() error {
+	policy, locales, err := loadRules(&s.cfg)
+	if err != nil {
+		return err
+	}
 	if err := s.guard.Reload(policy, locales); err != nil {
-		return fmt.Errorf("reload: %w", err)
+		return err
 	}
 	warnSharedObjects(s.log, policy)
 	s.log.Info("policy and locales reloaded",
@@ -412,13 +451,23 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("grpc_addr: %w", err)
 	}
-	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(s.recoverUnary),
-		grpc.ChainStreamInterceptor(s.recoverStream),
-	}, s.grpcOpts...)...)
+	// The authorizer runs first after the panic recovery, so that nothing
+	// else runs for a refused call.
+	gopts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(s.recoverUnary, s.authz.UnaryInterceptor),
+		grpc.ChainStreamInterceptor(s.recoverStream, s.authz.StreamInterceptor),
+	}
+	if s.tls != nil {
+		gopts = append(gopts, s.tls.ServerOption())
+	}
+	s.grpc = grpc.NewServer(append(gopts, s.grpcOpts...)...)
 	yesguardv1.RegisterGuardServer(s.grpc, s.service)
-	healthgrpc.RegisterHealthServer(s.grpc, s.health)
-	reflection.Register(s.grpc)
+	if !s.cfg.NoGRPCHealth {
+		healthgrpc.RegisterHealthServer(s.grpc, s.health)
+	}
+	if !s.cfg.NoGRPCReflection {
+		reflection.Register(s.grpc)
+	}
 	s.wg.Go(func() {
 		if err := s.grpc.Serve(s.grpcLn); err != nil {
 			s.fail(fmt.Errorf("grpc server: %w", err))

@@ -109,9 +109,13 @@ func answer(v *guard.Verdict, full bool) *yesguardv1.CheckResponse {
 	return resp
 }
 
-// record writes d to the sink and the store. The caller may have gone: the
-// store is given a context that its cancellation does not end.
+// record writes d, redacted, to the sink and the store. The caller may
+// have gone: the store is given a context that its cancellation does not
+// end.
 func (s *Service) record(ctx context.Context, d *yesguardv1.Decision) {
+	if s.cfg.Redact != nil {
+		d = s.cfg.Redact(d)
+	}
 	if s.cfg.Sink != nil {
 		s.cfg.Sink.Write(d)
 	}

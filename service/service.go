@@ -60,6 +60,12 @@ type Config struct {
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Redact returns the copy of a record that the sink and the store
+	// get (package redact); the Check's answer is made from the verdict
+	// and never redacted. Nil keeps records whole.
+	Redact func(*yesguardv1.Decision) *yesguardv1.Decision
+	// RedactTurns does the same for ListDecisions' transcript.
+	RedactTurns func([]*yesguardv1.Turn) []*yesguardv1.Turn
 }
 
 // Service implements yesguardv1.GuardServer. Redeem is not served yet
