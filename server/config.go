@@ -188,9 +188,10 @@ type Config struct {
 	RedactDigits                          int
 
 	// TranscriptMaxLag: while events are pending on the transcript stream
-	// and the last one applied was stored longer ago than this, Checks
-	// refuse (REASON_TRANSCRIPT_GAP). Default 1s. (No flag: tests and
-	// benchmarks set it.)
+	// and the last one applied was stored longer ago than this, the
+	// ingester reports it lags (StreamIngester.Behind). Checks do not
+	// refuse for it: an ALLOW settles on its own call's events first.
+	// Default 1s. (No flag: tests and benchmarks set it.)
 	TranscriptMaxLag time.Duration
 }
 

@@ -50,6 +50,9 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 	// and the guard, in-process only. Nobody else may publish or read
 	// transcripts.
 	s.embedded.Apply(opts)
+	for _, f := range s.nsOpts {
+		f(opts)
+	}
 	if s.cfg.State == StateJetStream {
 		// The store survives restarts: a plain `go run ./cmd/yesguard`
 		// keeps its reservations, transcripts and records.
@@ -215,8 +218,16 @@ func (s *Server) feedState() (guard.FeedState, string) {
 		if in == nil {
 			return guard.FeedBehind, "the guard has not set up its JetStream state yet"
 		}
-		if why := in.Behind(time.Now()); why != "" {
-			return guard.FeedBehind, why
+		// Catching up after a start or a reconnect refuses. Lagging a
+		// flood does not: a Check judges its own call, so it first settles
+		// on every event of that call the stream holds (Settle, bounded by
+		// the deadline); a flood on other calls delays its Checks instead
+		// of refusing them all.
+		if !in.CaughtUp() {
+			return guard.FeedBehind, in.Behind(time.Now())
+		}
+		if p := in.Pending(); p > 0 {
+			return guard.FeedLagging, strconv.FormatUint(p, 10) + " transcript events pending"
 		}
 	}
 	return guard.FeedLive, ""

@@ -99,6 +99,16 @@ type options struct {
 	grpcOpts []grpc.ServerOption
 	tokens   *auth.Tokens
 	natsOpts []nats.Option
+	nsOpts   []func(*natsserver.Options)
+}
+
+// WithEmbeddedNATSOptions edits the embedded NATS server's options after
+// the guard has set them (its users included): a benchmark adds a user of
+// its own to measure the bare server beside the guard. Never needed in
+// production; a user added here is not bound by the pipeline's
+// permissions.
+func WithEmbeddedNATSOptions(f func(*natsserver.Options)) Option {
+	return func(o *options) { o.nsOpts = append(o.nsOpts, f) }
 }
 
 // WithNATSOptions adds options to the guard's NATS connection, after its
@@ -136,8 +146,9 @@ func WithTimelineTokens(tokens *auth.Tokens) Option { return func(o *options) { 
 // Server is one yesguard. Build it with New, then Start and Stop it once.
 type Server struct {
 	cfg      Config
-	grpcOpts []grpc.ServerOption // from WithGRPCServerOptions
-	natsOpts []nats.Option       // from WithNATSOptions
+	grpcOpts []grpc.ServerOption         // from WithGRPCServerOptions
+	natsOpts []nats.Option               // from WithNATSOptions
+	nsOpts   []func(*natsserver.Options) // from WithEmbeddedNATSOptions
 	log      *zap.Logger
 	ownLog   bool
 	gatherer prometheus.Gatherer
@@ -220,7 +231,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
 
-	s := &Server{cfg: cfg, log: o.log, grpcOpts: o.grpcOpts, natsOpts: o.natsOpts, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: o.log, grpcOpts: o.grpcOpts, natsOpts: o.natsOpts, nsOpts: o.nsOpts, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
 	if s.log == nil {
 		log, err := NewLogger(cfg.LogLevel, nil, false)
 		if err != nil {
