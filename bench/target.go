@@ -63,7 +63,7 @@ type target struct {
 	// natsOpts authenticate the bench's connections (the in-process
 	// guard's bench user).
 	natsOpts []nats.Option
-	embedded                  bool
+	embedded bool
 	// absorbed returns how many transcript events the guard has taken in
 	// (applied or rejected); ok is false when it cannot tell.
 	absorbed func(ctx context.Context) (n float64, ok bool, err error)
