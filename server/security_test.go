@@ -226,7 +226,7 @@ func bearer(ctx context.Context, token string) context.Context {
 func TestGRPCTokensAndRoles(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens.yaml")
 	toks := writeTokens(t, path, map[string][]auth.Role{"pipe": {auth.RolePipeline}, "audit": {auth.RoleAuditor}})
-	srv, reg, _ := startConfigured(t, func(c *Config) { c.GRPCTokens = path })
+	srv, reg, logPath := startConfigured(t, func(c *Config) { c.GRPCTokens = path })
 	cc := plainClient(t, srv.GRPCAddr())
 	client := yesguardv1.NewGuardClient(cc)
 	pub, err := nats.Connect(srv.NATSURL())
@@ -249,6 +249,17 @@ func TestGRPCTokensAndRoles(t *testing.T) {
 	resp, err := askYes(t, pub, client, bearer(ctx, toks["pipe"]), "tok-1")
 	if err != nil || resp.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW {
 		t.Fatalf("Check with the pipeline's token: %v, %v; want ALLOW", resp, err)
+	}
+	// Who asked is logged with each decision: the token's name and role.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(logPath)
+		if line := lineWith(string(b), resp.GetDecisionId()); strings.Contains(line, `"caller":"token pipe [pipeline]"`) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the decision's log line does not name its caller: %s", line)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	complete := &yesguardv1.CompleteRequest{DecisionId: resp.GetDecisionId(), Failed: true}
 	if _, err := client.Complete(bearer(ctx, toks["audit"]), complete); status.Code(err) != codes.PermissionDenied {
@@ -320,6 +331,16 @@ func TestGRPCTokensAndRoles(t *testing.T) {
 	if _, err := client.ListDecisions(bearer(ctx, next["pipe-2"]), &yesguardv1.ListDecisionsRequest{CallId: "tok-2"}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("after a failed reload the token in force is gone: %v", err)
 	}
+}
+
+// lineWith is the first line of text holding s.
+func lineWith(text, s string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
 }
 
 func get(t *testing.T, url, token string) int {

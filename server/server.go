@@ -62,7 +62,7 @@ import (
 	"github.com/yesguard/yesguard/transcript"
 )
 
-var _ service.DecisionSink = (*decisionlog.Logger)(nil)
+var _ service.CallerSink = (*decisionlog.Logger)(nil)
 
 // GuardService is the gRPC service name whose health tracks the transcript
 // feed.

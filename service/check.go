@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yesguard/yesguard/approval"
+	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/guard"
 	"github.com/yesguard/yesguard/metrics"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
@@ -116,7 +117,11 @@ func (s *Service) record(ctx context.Context, d *yesguardv1.Decision) {
 	if s.cfg.Redact != nil {
 		d = s.cfg.Redact(d)
 	}
-	if s.cfg.Sink != nil {
+	if cw, ok := s.cfg.Sink.(CallerSink); ok {
+		// Who asked, per decision: the identity the interceptors found.
+		id, _ := auth.FromContext(ctx)
+		cw.WriteCaller(d, id.String())
+	} else if s.cfg.Sink != nil {
 		s.cfg.Sink.Write(d)
 	}
 	if s.cfg.Store == nil {

@@ -41,6 +41,14 @@ type DecisionSink interface {
 	Write(d *yesguardv1.Decision)
 }
 
+// CallerSink is a DecisionSink that also logs who asked for each record
+// (auth.Identity's String: a token's name and roles, a certificate's
+// subject, never a token); the service uses it when the sink is one.
+type CallerSink interface {
+	DecisionSink
+	WriteCaller(d *yesguardv1.Decision, caller string)
+}
+
 // Config wires a Service.
 type Config struct {
 	// Engine judges the Checks.
