@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +32,7 @@ const (
 // both and how many were not ALLOW.
 func (b *bench) flood(ctx context.Context, d time.Duration) error {
 	b.log("flood: %s quiet, then %s under a flood of %d-byte events", d/2, d/2, floodTextBytes)
-	quiet, qbad, err := b.timedChecks(ctx, "quiet", d/2)
+	quiet, qbad, _, err := b.timedChecks(ctx, "quiet", d/2)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func (b *bench) flood(ctx context.Context, d time.Duration) error {
 		}
 	})
 	start := time.Now()
-	flooded, fbad, err := b.timedChecks(ctx, "flood", d/2)
+	flooded, fbad, why, err := b.timedChecks(ctx, "flood", d/2)
 	elapsed := time.Since(start)
 	stop()
 	wg.Wait()
@@ -101,16 +102,18 @@ func (b *bench) flood(ctx context.Context, d time.Duration) error {
 	if fbad > 0 {
 		// Fail closed: a Check whose call the guard could not apply in
 		// time under the flood refuses (TRANSCRIPT_GAP).
-		b.notes = append(b.notes, fmt.Sprintf("flood: %d of %d flooded Checks were refused, not ALLOWed", fbad, len(flooded)))
+		b.notes = append(b.notes, fmt.Sprintf("flood: %d of %d flooded Checks were refused, not ALLOWed (%s)", fbad, len(flooded), why))
 	}
 	return nil
 }
 
 // timedChecks runs fresh-call Checks one after the other for d (at least
-// 20), and returns their latencies and how many were not ALLOW.
-func (b *bench) timedChecks(ctx context.Context, tag string, d time.Duration) (lat, int, error) {
+// 20), and returns their latencies, how many were not ALLOW, and their
+// reasons.
+func (b *bench) timedChecks(ctx context.Context, tag string, d time.Duration) (lat, int, string, error) {
 	var out lat
 	bad := 0
+	reasons := map[string]int{}
 	args := &structpb.Struct{Fields: map[string]*structpb.Value{"slot": structpb.NewStringValue("slot-1")}}
 	deadline := time.Now().Add(d)
 	for i := 0; i < 20 || time.Now().Before(deadline); i++ {
@@ -119,11 +122,11 @@ func (b *bench) timedChecks(ctx context.Context, tag string, d time.Duration) (l
 		c.final(transcript.Caller, pick(b.rng, yeses))
 		for _, m := range c.take() {
 			if err := b.pub.Publish(m.subject, m.data); err != nil {
-				return nil, 0, fmt.Errorf("publish: %w", err)
+				return nil, 0, "", fmt.Errorf("publish: %w", err)
 			}
 		}
 		if err := b.pub.Flush(); err != nil {
-			return nil, 0, fmt.Errorf("flush: %w", err)
+			return nil, 0, "", fmt.Errorf("flush: %w", err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, floodTimeout)
 		t0 := time.Now()
@@ -131,15 +134,21 @@ func (b *bench) timedChecks(ctx context.Context, tag string, d time.Duration) (l
 		took := time.Since(t0)
 		cancel()
 		if err != nil {
-			return nil, 0, fmt.Errorf("%s check: %w", tag, err)
+			return nil, 0, "", fmt.Errorf("%s check: %w", tag, err)
 		}
 		out = append(out, took)
 		if resp.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW {
 			bad++
+			reasons[strings.ToLower(strings.TrimPrefix(resp.GetReason().String(), "REASON_"))]++
 		}
 		if ctx.Err() != nil {
-			return nil, 0, ctx.Err()
+			return nil, 0, "", ctx.Err()
 		}
 	}
-	return out, bad, nil
+	var why []string
+	for r, n := range reasons {
+		why = append(why, fmt.Sprintf("%s %d", r, n))
+	}
+	slices.Sort(why)
+	return out, bad, strings.Join(why, ", "), nil
 }
