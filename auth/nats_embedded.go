@@ -12,7 +12,6 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // Default subjects.
@@ -239,20 +238,6 @@ func (e *EmbeddedNATS) loadPipeline(src PipelineSource) error {
 	return nil
 }
 
-// serverPassword is what the server holds of the pipeline's password: a
-// bcrypt hash (given, or made here), so the server never holds it in
-// plaintext and does not warn that it does.
-func (e *EmbeddedNATS) serverPassword() string {
-	if strings.HasPrefix(e.password, "$2") {
-		return e.password
-	}
-	h, err := bcrypt.GenerateFromPassword([]byte(e.password), bcrypt.DefaultCost)
-	if err != nil { // only for a password over 72 bytes: nats-server compares it as it is
-		return e.password
-	}
-	return string(h)
-}
-
 // checkPassword accepts a bcrypt hash as it is, and a plaintext password
 // of at least minPasswordBytes.
 func checkPassword(pw string) (string, error) {
@@ -309,7 +294,7 @@ func (e *EmbeddedNATS) Apply(o *natsserver.Options) {
 	case e.nkey != "":
 		o.Nkeys = append(o.Nkeys, &natsserver.NkeyUser{Nkey: e.nkey, Permissions: pipe})
 	case e.password != "":
-		o.Users = append(o.Users, &natsserver.User{Username: e.pipelineUser, Password: e.serverPassword(), Permissions: pipe})
+		o.Users = append(o.Users, &natsserver.User{Username: e.pipelineUser, Password: e.password, Permissions: pipe})
 	default:
 		// nats-server wants a password on every user; nobody is told this
 		// one, and NoAuthUser is how a client becomes this user.

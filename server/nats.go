@@ -326,7 +326,8 @@ func (l *natsLogger) Noticef(format string, v ...any) { l.log.Sugar().Debugf(for
 func (l *natsLogger) Warnf(format string, v ...any) {
 	if strings.HasPrefix(format, "Plaintext passwords detected") {
 		// The loopback default's anonymous pipeline user has a random
-		// password nobody is told; the pipeline's own is bcrypt-hashed.
+		// password nobody is told; the pipeline's own is the operator's
+		// (a bcrypt hash in the file keeps it out of the guard's memory).
 		l.log.Sugar().Debugf(format, v...)
 		return
 	}
