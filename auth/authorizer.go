@@ -17,6 +17,7 @@ import (
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 
+	"github.com/yesguard/yesguard/metrics"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
 
@@ -197,10 +198,7 @@ func NewAuthorizer(cfg AuthorizerConfig) (*Authorizer, error) {
 	if a.log == nil {
 		a.log = zap.NewNop()
 	}
-	a.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "yesguard_grpc_auth_refused_total",
-		Help: "gRPC calls refused by authentication or authorisation, by method and code (Unauthenticated: no or unknown token; PermissionDenied: a token without the method's role, or a method no role may call).",
-	}, []string{"method", "code"})
+	a.refused = metrics.AuthRefused.Collector().(*prometheus.CounterVec)
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(a.refused); err != nil {
 			return nil, fmt.Errorf("register auth metrics: %w", err)

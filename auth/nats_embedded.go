@@ -298,6 +298,8 @@ func (e *EmbeddedNATS) Apply(o *natsserver.Options) {
 	default:
 		// nats-server wants a password on every user; nobody is told this
 		// one, and NoAuthUser is how a client becomes this user.
+		// Plaintext: NoAuthUser logs in with the user's own password,
+		// which a bcrypt hash would not match.
 		o.Users = append(o.Users, &natsserver.User{Username: anonymousUser, Password: rand.Text(), Permissions: pipe})
 		o.NoAuthUser = anonymousUser
 	}

@@ -14,6 +14,8 @@
 //   - Scale: Check throughput with thousands of calls held while events
 //     stream in, against health checks at the same concurrency; and memory
 //     per active call with realistic histories.
+//   - Flood: Check p50 and p99 of fresh calls while a publisher floods the
+//     guard with 4 KB events on other calls, next to a quiet run.
 //
 // By default it starts a guard in-process (server.New on 127.0.0.1:0, an
 // embedded NATS server, a discarding decision sink); -grpc-addr and
@@ -78,7 +80,7 @@ type config struct {
 }
 
 // phaseNames are the phases -phases can pick, in the order they run.
-var phaseNames = []string{"memory", "overhead", "wake", "ingest", "throughput"}
+var phaseNames = []string{"memory", "overhead", "wake", "ingest", "throughput", "flood"}
 
 func main() { os.Exit(run()) }
 

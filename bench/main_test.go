@@ -44,6 +44,7 @@ func TestRunBenchPrintsEveryRow(t *testing.T) {
 		"same-size canned answer", "ALLOW p50 inside the guard's handler", "REFUSE p50 inside the guard's handler",
 		"wake-up publish→answer p50", "wake-up publish→answer p99",
 		"ingestion, events/s", "Check throughput", "memory per active call, 200 calls",
+		"Check ALLOW p50 during a flood", "Check ALLOW p99 during a flood",
 	} {
 		if !strings.Contains(table, row) {
 			t.Errorf("the table has no %q row:\n%s", row, table)

@@ -33,6 +33,8 @@ const (
 	shareWake       = 0.20
 	shareHealthTput = 0.12
 	shareCheckTput  = 0.33
+	// shareFlood comes on top: half quiet, half under the flood.
+	shareFlood = 0.20
 )
 
 // Fixed sizes of the loaded calls.
@@ -142,7 +144,7 @@ func runBench(ctx context.Context, cfg config, out, errw io.Writer) (err error) 
 
 // needsGuard reports whether any phase asked for needs a running guard.
 func needsGuard(phases map[string]bool) bool {
-	return phases["overhead"] || phases["wake"] || phases["ingest"] || phases["throughput"]
+	return phases["overhead"] || phases["wake"] || phases["ingest"] || phases["throughput"] || phases["flood"]
 }
 
 // guardPhases starts the guard (or connects to the external one), loads
@@ -164,11 +166,11 @@ func (b *bench) guardPhases(ctx context.Context) (err error) {
 	}
 	defer b.conn.Close()
 	b.guard, b.health = yesguardv1.NewGuardClient(b.conn), healthgrpc.NewHealthClient(b.conn)
-	if b.pub, err = nats.Connect(b.t.natsURL, nats.Name("yesguard-bench-publisher")); err != nil {
+	if b.pub, err = nats.Connect(b.t.natsURL, append(b.t.natsOpts, nats.Name("yesguard-bench-publisher"))...); err != nil {
 		return fmt.Errorf("nats publisher: %w", err)
 	}
 	defer b.pub.Close()
-	if b.bare, err = nats.Connect(b.t.natsURL, nats.Name("yesguard-bench-bare")); err != nil {
+	if b.bare, err = nats.Connect(b.t.natsURL, append(b.t.natsOpts, nats.Name("yesguard-bench-bare"))...); err != nil {
 		return fmt.Errorf("nats bare subscriber: %w", err)
 	}
 	defer b.bare.Close()
@@ -191,6 +193,7 @@ func (b *bench) guardPhases(ctx context.Context) (err error) {
 		{"throughput", func() error {
 			return b.throughput(ctx, calls, time.Duration(float64(d)*shareHealthTput), time.Duration(float64(d)*shareCheckTput))
 		}},
+		{"flood", func() error { return b.flood(ctx, time.Duration(float64(d)*shareFlood)) }},
 	}
 	for _, p := range phases {
 		if !cfg.Phases[p.name] {

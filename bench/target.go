@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -48,10 +50,20 @@ tools:
     confirm: false
 `
 
+// The bench's NATS user on the in-process guard's embedded server: no
+// permissions set, so it may publish and subscribe anywhere.
+const (
+	benchUser     = "bench"
+	benchPassword = "bench-only-password-not-a-secret"
+)
+
 // target is the guard under test.
 type target struct {
 	grpcAddr, natsURL, prefix string
-	embedded                  bool
+	// natsOpts authenticate the bench's connections (the in-process
+	// guard's bench user).
+	natsOpts []nats.Option
+	embedded bool
 	// absorbed returns how many transcript events the guard has taken in
 	// (applied or rejected); ok is false when it cannot tell.
 	absorbed func(ctx context.Context) (n float64, ok bool, err error)
@@ -104,7 +116,12 @@ func startTarget(ctx context.Context, cfg config) (*target, error) {
 		State:           cfg.State,
 		DataDir:         filepath.Join(dir, "data"),
 	}, server.WithRegistry(reg), server.WithDecisionSink(discardSink{}), server.WithLogger(zap.NewNop()),
-		server.WithGRPCServerOptions(grpc.ChainUnaryInterceptor(timer.intercept)))
+		server.WithGRPCServerOptions(grpc.ChainUnaryInterceptor(timer.intercept)),
+		// The bench's own NATS user: the pipeline may not subscribe, and
+		// the bare subscriber (the floor) must.
+		server.WithEmbeddedNATSOptions(func(o *natsserver.Options) {
+			o.Users = append(o.Users, &natsserver.User{Username: benchUser, Password: benchPassword})
+		}))
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("new guard: %w", err)
@@ -118,6 +135,7 @@ func startTarget(ctx context.Context, cfg config) (*target, error) {
 		natsURL:  srv.NATSURL(),
 		prefix:   cfg.SubjectPrefix,
 		embedded: true,
+		natsOpts: []nats.Option{nats.UserInfo(benchUser, benchPassword)},
 		timer:    timer,
 		absorbed: func(context.Context) (float64, bool, error) {
 			n, err := gatherAbsorbed(reg)

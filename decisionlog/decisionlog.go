@@ -82,7 +82,7 @@ type Logger struct {
 	// Close, holding it for writing, never closes q under a sender.
 	mu     sync.RWMutex
 	closed bool
-	q      chan *yesguardv1.Decision
+	q      chan entry
 
 	// abandon tells the drain goroutine to drop, not write, what is left:
 	// set when Close's context ends first.
@@ -128,7 +128,7 @@ func New(w zapcore.WriteSyncer, m *Metrics, opts ...Option) *Logger {
 		log:     o.log,
 		closer:  o.closer,
 		marshal: protojson.MarshalOptions{UseProtoNames: true},
-		q:       make(chan *yesguardv1.Decision, o.queueSize),
+		q:       make(chan entry, o.queueSize),
 		done:    make(chan struct{}),
 	}
 	go l.drain()
@@ -152,17 +152,28 @@ func Open(path string, m *Metrics, opts ...Option) (*Logger, error) {
 	return New(f, m, append(opts, withCloser(f))...), nil
 }
 
+// entry is one queued line: the record, and who asked for it.
+type entry struct {
+	d      *yesguardv1.Decision
+	caller string
+}
+
 // Write queues d to be logged. It never blocks: when the queue is full or
 // the logger is closed, d is dropped and counted. d must not be modified
 // after Write.
-func (l *Logger) Write(d *yesguardv1.Decision) {
+func (l *Logger) Write(d *yesguardv1.Decision) { l.WriteCaller(d, "") }
+
+// WriteCaller is Write with the caller the record was made for (the
+// token's name and roles, the client certificate's subject: never a
+// token), logged beside the record as "caller".
+func (l *Logger) WriteCaller(d *yesguardv1.Decision, caller string) {
 	if d == nil {
 		return
 	}
 	l.mu.RLock()
 	if !l.closed {
 		select {
-		case l.q <- d:
+		case l.q <- entry{d, caller}:
 			l.mu.RUnlock()
 			return
 		default:
@@ -212,12 +223,12 @@ func (l *Logger) drain() {
 		failed  int
 		lastLog time.Time
 	)
-	for d := range l.q {
+	for e := range l.q {
 		if l.abandon.Load() {
 			l.dropped(1)
 			continue
 		}
-		if err := l.writeLine(d); err != nil {
+		if err := l.writeLine(e.d, e.caller); err != nil {
 			failed++
 			if now := time.Now(); now.Sub(lastLog) >= errorLogEvery {
 				l.log.Error("decision log write failed", zap.Error(err), zap.Int("failed_lines", failed))
@@ -233,7 +244,7 @@ func (l *Logger) drain() {
 
 // writeLine writes one line through the core directly, rather than through
 // a zap.Logger, so that a failed write is seen (and not counted as written).
-func (l *Logger) writeLine(d *yesguardv1.Decision) error {
+func (l *Logger) writeLine(d *yesguardv1.Decision, caller string) error {
 	b, err := l.marshal.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("marshal decision %q: %w", d.GetDecisionId(), err)
@@ -250,7 +261,11 @@ func (l *Logger) writeLine(d *yesguardv1.Decision) error {
 		LoggerName: LoggerName,
 		Message:    "decision",
 	}
-	return l.core.Write(ent, []zapcore.Field{zap.Reflect("decision", rawJSON(l.compact.Bytes()))})
+	fields := []zapcore.Field{zap.Reflect("decision", rawJSON(l.compact.Bytes()))}
+	if caller != "" {
+		fields = append(fields, zap.String("caller", caller))
+	}
+	return l.core.Write(ent, fields)
 }
 
 func (l *Logger) dropped(n int) {

@@ -10,8 +10,11 @@
 //   - The caller turn that allowed a tool cannot allow that tool again, with
 //     any arguments, for as long as the evidence is remembered (EvidenceTTL).
 //   - A record tool's item is remembered for the quantity window.
-//   - A failed completion releases all three, so a retry is judged afresh:
-//     failures are never replayed.
+//   - A failed completion releases the reservation and the item record, so
+//     a retry of the same action is judged afresh: failures are never
+//     replayed. The turn's evidence use stays, bound to the arguments it
+//     allowed: the yes the caller gave to that action is not fresh consent
+//     for other arguments (EvidenceUsed), only for the same action again.
 //   - Everything expires; Sweep bounds memory.
 package dedupe
 
@@ -43,8 +46,8 @@ type Book interface {
 	// number of concurrent Allows for one key, exactly one is OK.
 	Allow(ctx context.Context, req Request) (Verdict, Reservation, error)
 	// Complete records the result of an allowed action and returns the
-	// action's key. failed releases the reservation, the evidence use and
-	// the item record. It returns ErrUnknownDecision when decisionID holds
+	// action's key. failed releases the reservation and the item record,
+	// and leaves the evidence use for the same arguments only. It returns ErrUnknownDecision when decisionID holds
 	// no reservation (never allowed, already failed, or expired) and
 	// ErrAlreadyCompleted when it was already completed successfully.
 	Complete(ctx context.Context, decisionID string, result *structpb.Struct, failed bool) (Key, error)
@@ -206,6 +209,11 @@ type use struct {
 	until time.Time
 }
 
+// retries reports whether an evidence use leaves key through: its action
+// failed (the reservation is released), and key is that same action
+// again. The shard's lock must be held (Complete sets failed under it).
+func (u use) retries(key Key) bool { return u.res.failed && u.res.key == key }
+
 // shardCount must be a power of two.
 const shardCount = 64
 
@@ -348,7 +356,7 @@ func (s *callShard) check(req *Request) (Verdict, *reservation) {
 	}
 	if req.TurnID != 0 {
 		ek := evidenceKey{req.Key.CallID, req.TurnID, req.Key.Tool}
-		if u, ok := s.evidence[ek]; ok && now.Before(u.until) {
+		if u, ok := s.evidence[ek]; ok && now.Before(u.until) && !u.retries(req.Key) {
 			return EvidenceUsed, u.res
 		}
 	}
@@ -405,18 +413,14 @@ func (b *Memory) Complete(_ context.Context, decisionID string, result *structpb
 	return r.key, nil
 }
 
-// release removes what r reserved and recorded, where r's entry is still
-// the one held. The shard's lock must be held.
+// release removes what r reserved and the item it recorded, where r's
+// entries are still the ones held; its evidence use stays, for the same
+// action only (use.retries). The shard's lock must be held.
 func (s *callShard) release(r *reservation) {
 	if s.keys[r.key] == r {
 		delete(s.keys, r.key)
 	}
-	if r.turnID != 0 {
-		ek := evidenceKey{r.key.CallID, r.turnID, r.key.Tool}
-		if u, ok := s.evidence[ek]; ok && u.res == r {
-			delete(s.evidence, ek)
-		}
-	}
+	// The evidence use stays (use.retries lets the same action through).
 	if r.item != "" {
 		ik := itemKey{r.key.CallID, r.key.Tool, r.item}
 		if uses, ok := s.items[ik]; ok {

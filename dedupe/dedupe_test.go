@@ -105,7 +105,8 @@ func TestVerdicts(t *testing.T) {
 		{"other turn", []prior{ok(withTurn(a, 7))}, withTurn(rq("d2", "c1", "book", "h2", time.Second), 8), OK, ""},
 		{"no turn after turn", []prior{ok(withTurn(a, 7))}, rq("d2", "c1", "book", "h2", time.Second), OK, ""},
 		{"no turn twice", []prior{ok(a)}, rq("d2", "c1", "book", "h2", time.Second), OK, ""},
-		{"failed releases evidence", []prior{{withTurn(a, 7), "failed"}}, withTurn(rq("d2", "c1", "book", "h2", time.Second), 7), OK, ""},
+		{"failed keeps evidence from other args", []prior{{withTurn(a, 7), "failed"}}, withTurn(rq("d2", "c1", "book", "h2", time.Second), 7), EvidenceUsed, "d1"},
+		{"failed frees evidence for the same action", []prior{{withTurn(a, 7), "failed"}}, withTurn(rq("d2", "c1", "book", "h1", time.Second), 7), OK, ""},
 
 		// QuantityRepeat.
 		{"item repeat", []prior{ok(withItem(a, "milk"))}, withItem(rq("d2", "c1", "book", "h2", time.Second), "milk"), QuantityRepeat, "d1"},
@@ -322,7 +323,10 @@ func TestWaitContextEnds(t *testing.T) {
 	}
 }
 
-func TestFailedCompletionReleasesAll(t *testing.T) {
+// A failed completion frees the action for a retry (the same request is
+// judged afresh), not the caller's turn for other arguments: the yes given
+// to that action is not consent to another.
+func TestFailedCompletionReleasesTheAction(t *testing.T) {
 	b := NewMemory(nil)
 	req := withItem(withTurn(rq("d1", "c1", "book", "h1", 0), 9), "milk")
 	res := mustAllow(t, b, req)
@@ -332,16 +336,20 @@ func TestFailedCompletionReleasesAll(t *testing.T) {
 		t.Fatalf("Result after failure = %v %v %v", r, f, d)
 	}
 
-	// Key, evidence and item are all free: the same request is OK again,
-	// and so is one using each alone.
+	// Key and item are free, and the turn for the same action: the same
+	// request is OK again, and so is one using the key or the item alone.
 	for _, r := range []Request{
-		withTurn(rq("x", "c1", "book", "h2", time.Second), 9),
+		withTurn(rq("x", "c1", "book", "h1", time.Second), 9),
 		withItem(rq("x", "c1", "book", "h3", time.Second), "milk"),
 		rq("x", "c1", "book", "h1", time.Second),
 	} {
 		if v, _, _ := b.Lookup(bg, r); v != OK {
 			t.Fatalf("Lookup %+v after failure = %v", r, v)
 		}
+	}
+	// The turn is still spent for other arguments.
+	if v, orig, _ := b.Lookup(bg, withTurn(rq("x", "c1", "book", "h2", time.Second), 9)); v != EvidenceUsed || orig.DecisionID() != "d1" {
+		t.Fatalf("the failed action's turn for other arguments = %v, want EvidenceUsed of d1", v)
 	}
 	req.DecisionID = "d2"
 	req.Now = t0.Add(time.Second)
@@ -354,8 +362,11 @@ func TestFailedCompletionReleasesAll(t *testing.T) {
 	if _, err := b.Complete(bg, "d1", nil, true); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("second failure = %v, want ErrUnknownDecision", err)
 	}
-	// And the retry is intact.
+	// And the retry is intact, and now holds the turn.
 	mustComplete(t, b, "d2", nil, false)
+	if v, orig, _ := b.Lookup(bg, withTurn(rq("x", "c1", "book", "h2", 2*time.Second), 9)); v != EvidenceUsed || orig.DecisionID() != "d2" {
+		t.Fatalf("the retried turn for other arguments = %v, want EvidenceUsed of d2", v)
+	}
 }
 
 func TestFailedCompletionReleasesOnlyItsOwn(t *testing.T) {

@@ -73,8 +73,17 @@ type mirrored struct {
 	at      time.Time // when the mirror applied it, for sweeping tombstones
 	res     *kvReservationValue
 	uses    []kvUse // item records
-	// evidence names the decision of an evidence use.
+	// evidence names the decision of an evidence use; evArgs is the
+	// arguments' hash it allowed, evFailed set once that action failed.
 	evidence string
+	evArgs   string
+	evFailed bool
+}
+
+// evidenceBlocks reports whether an evidence use in the mirror forbids
+// key: it does unless its action failed and key is that action again.
+func (m *mirrored) evidenceBlocks(key Key) bool {
+	return m != nil && !m.deleted && m.evidence != "" && !(m.evFailed && m.evArgs == key.ArgsHash)
 }
 
 // kvReservationValue is a reservation's value in the bucket.
@@ -99,9 +108,13 @@ type kvUse struct {
 	Until      int64  `json:"u"` // unix ns
 }
 
-// kvEvidence is an evidence use's value.
+// kvEvidence is an evidence use's value: the decision that used the turn,
+// the arguments' hash it allowed, and whether that action failed (then
+// the same action may claim the turn again, and no other).
 type kvEvidence struct {
 	DecisionID string `json:"d"`
+	ArgsHash   string `json:"h,omitempty"`
+	Failed     bool   `json:"f,omitempty"`
 }
 
 // NewKV starts a book on the bucket kv, which must have been created with
@@ -184,7 +197,7 @@ func (b *KV) apply(e jetstream.KeyValueEntry) {
 		case 'e':
 			var v kvEvidence
 			if json.Unmarshal(e.Value(), &v) == nil {
-				m.evidence = v.DecisionID
+				m.evidence, m.evArgs, m.evFailed = v.DecisionID, v.ArgsHash, v.Failed
 			}
 		case 'i':
 			_ = json.Unmarshal(e.Value(), &m.uses)
@@ -288,7 +301,7 @@ func (b *KV) checkLocked(req *Request) (Verdict, Reservation, error) {
 		return Duplicate, b.handle(reservationKey(req.Key), m.rev, m.res.DecisionID), nil
 	}
 	if req.TurnID != 0 {
-		if m := b.keys[evidenceKeyOf(req.Key.CallID, req.TurnID, req.Key.Tool)]; m != nil && !m.deleted && m.evidence != "" {
+		if m := b.keys[evidenceKeyOf(req.Key.CallID, req.TurnID, req.Key.Tool)]; m.evidenceBlocks(req.Key) {
 			return EvidenceUsed, b.handleOf(m.evidence), nil
 		}
 	}
@@ -382,10 +395,16 @@ func (b *KV) Allow(ctx context.Context, req Request) (Verdict, Reservation, erro
 
 	if val.TurnID != 0 {
 		ekey := evidenceKeyOf(req.Key.CallID, req.TurnID, req.Key.Tool)
-		ev, _ := json.Marshal(kvEvidence{DecisionID: req.DecisionID})
-		if _, err := b.create(ctx, ekey, ev, req.EvidenceTTL); err != nil {
+		ev, _ := json.Marshal(kvEvidence{DecisionID: req.DecisionID, ArgsHash: req.Key.ArgsHash})
+		_, err := b.create(ctx, ekey, ev, req.EvidenceTTL)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			// The same action again after it failed takes the turn over,
+			// by the revision of the failed use; anything else is refused.
+			err = b.retakeEvidence(ctx, ekey, req.Key, ev, req.EvidenceTTL)
+		}
+		if err != nil {
 			release()
-			if errors.Is(err, jetstream.ErrKeyExists) {
+			if errors.Is(err, jetstream.ErrKeyExists) || isConflict(err) {
 				return EvidenceUsed, b.ownerOf(ctx, ekey), nil
 			}
 			return OK, nil, fmt.Errorf("claim the evidence: %w", err)
@@ -460,6 +479,25 @@ func (b *KV) existing(ctx context.Context, key string) (v Verdict, orig Reservat
 	}
 }
 
+// retakeEvidence claims an evidence key that a failed use of the same
+// action holds, by compare-and-set on that use's revision. It answers
+// ErrKeyExists when the use is not one key may retake.
+func (b *KV) retakeEvidence(ctx context.Context, ekey string, key Key, value []byte, ttl time.Duration) error {
+	e, err := b.kv.Get(ctx, ekey)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return jetstream.ErrKeyExists // gone meanwhile: let the caller judge it held, and fail closed
+		}
+		return err
+	}
+	var v kvEvidence
+	if json.Unmarshal(e.Value(), &v) != nil || !v.Failed || v.ArgsHash != key.ArgsHash {
+		return jetstream.ErrKeyExists
+	}
+	_, err = b.update(ctx, ekey, value, e.Revision(), ttl)
+	return err
+}
+
 // ownerOf is the reservation of the decision that holds an evidence key.
 func (b *KV) ownerOf(ctx context.Context, key string) Reservation {
 	b.mu.Lock()
@@ -530,6 +568,35 @@ func isConflict(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) ||
 		(errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant))
+}
+
+// failEvidence marks v's evidence use failed, by compare-and-set, where it
+// still names v's decision; it keeps the use's expiry.
+func (b *KV) failEvidence(ctx context.Context, v *kvReservationValue) {
+	key := evidenceKeyOf(v.CallID, v.TurnID, v.Tool)
+	left := time.Until(time.Unix(0, v.Reserved).Add(time.Duration(v.TurnTTL)))
+	if left <= 0 {
+		return // expired: nothing left to mark
+	}
+	data, _ := json.Marshal(kvEvidence{DecisionID: v.DecisionID, ArgsHash: v.ArgsHash, Failed: true})
+	for range 8 {
+		e, err := b.kv.Get(ctx, key)
+		if err != nil {
+			return
+		}
+		var cur kvEvidence
+		if json.Unmarshal(e.Value(), &cur) != nil || cur.DecisionID != v.DecisionID {
+			return
+		}
+		rev, err := b.update(ctx, key, data, e.Revision(), left)
+		if err == nil {
+			b.waitRevision(ctx, key, rev-1)
+			return
+		}
+		if !isConflict(err) {
+			return
+		}
+	}
 }
 
 // deleteIf deletes an evidence key if it still names decisionID, by the
@@ -648,11 +715,12 @@ func (b *KV) Complete(ctx context.Context, decisionID string, result *structpb.S
 	return Key{}, errors.New("complete the reservation: too many concurrent writers")
 }
 
-// releaseRecords deletes the evidence use and the item record of a failed
-// reservation, where they still name it.
+// releaseRecords marks the evidence use of a failed reservation failed
+// (the same action may use the turn again, no other) and deletes its
+// item record, where they still name it.
 func (b *KV) releaseRecords(ctx context.Context, v *kvReservationValue) {
 	if v.TurnID != 0 {
-		b.deleteIf(ctx, evidenceKeyOf(v.CallID, v.TurnID, v.Tool), v.DecisionID)
+		b.failEvidence(ctx, v)
 	}
 	if v.Item == "" {
 		return

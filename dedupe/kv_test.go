@@ -181,3 +181,47 @@ func TestKVEvidenceAndItems(t *testing.T) {
 		t.Fatalf("item with a quantity = %v", v)
 	}
 }
+
+// TestKVFailedCompletionKeepsTheTurn: on the shared book, a failed
+// Complete frees the action for a retry on any replica, and leaves the
+// turn spent for other arguments on every replica.
+func TestKVFailedCompletionKeepsTheTurn(t *testing.T) {
+	ns := natstest.JetStream(t)
+	a, b := replicaBook(t, ns.ClientURL()), replicaBook(t, ns.ClientURL())
+	ctx := t.Context()
+	first := kvRequest("f1", "c5", 6)
+	if v, _, err := a.Allow(ctx, first); v != OK || err != nil {
+		t.Fatalf("first = %v, %v", v, err)
+	}
+	if _, err := a.Complete(ctx, "f1", nil, true); err != nil {
+		t.Fatal(err)
+	}
+	other := kvRequest("f2", "c5", 6)
+	other.Key.ArgsHash = "other"
+	for name, book := range map[string]*KV{"a": a, "b": b} {
+		v, orig, err := book.Allow(ctx, other)
+		if v == Duplicate { // b's mirror may not have seen the release yet
+			v, orig, err = book.Allow(ctx, other)
+		}
+		if v != EvidenceUsed || err != nil || orig.DecisionID() != "f1" {
+			t.Fatalf("replica %s: other arguments on the failed action's turn = %v, %v; want EvidenceUsed of f1", name, v, err)
+		}
+	}
+	// b's mirror takes the release and the failed mark in a moment (until
+	// then it refuses: closed); then the same action passes there.
+	retry := kvRequest("f3", "c5", 6)
+	deadline := time.Now().Add(10 * time.Second)
+	for v, _, _ := b.Lookup(ctx, retry); v != OK && time.Now().Before(deadline); v, _, _ = b.Lookup(ctx, retry) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	v, _, err := b.Allow(ctx, retry)
+	if v != OK || err != nil {
+		t.Fatalf("the same action again after it failed = %v, %v; want OK", v, err)
+	}
+	other.DecisionID = "f4"
+	// (a's mirror may name f1 until it sees the retry's claim: refused
+	// either way.)
+	if v, orig, _ := a.Allow(ctx, other); v != EvidenceUsed || (orig.DecisionID() != "f3" && orig.DecisionID() != "f1") {
+		t.Fatalf("other arguments after the retry = %v; want EvidenceUsed", v)
+	}
+}

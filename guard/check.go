@@ -236,6 +236,9 @@ func (c *check) decide(ctx context.Context) {
 
 		var verdict judgement
 		if c.tool.confirm() || (qtySet && req.Item != "") {
+			if !c.settleIfLagging(ctx) {
+				return
+			}
 			view := c.waitTurn(ctx)
 			for settled := false; ; settled = true {
 				// The feed may have gone down or fallen behind during the
@@ -248,7 +251,10 @@ func (c *check) decide(ctx context.Context) {
 					return
 				}
 				verdict = c.judge(view)
-				if verdict.outcome != yesguardv1.Outcome_OUTCOME_ALLOW || settled || g.cfg.Settle == nil {
+				// An unknown call settles too: with the JetStream state its
+				// events may be queued behind a flood on other calls.
+				unknown := verdict.reason == yesguardv1.Reason_REASON_UNKNOWN_CALL
+				if (verdict.outcome != yesguardv1.Outcome_OUTCOME_ALLOW && !unknown) || settled || g.cfg.Settle == nil {
 					break
 				}
 				// Before an ALLOW: every word published before this Check
@@ -361,6 +367,24 @@ func (c *check) ignored(r dedupe.Reservation, ev *yesguardv1.Evidence) {
 		ev.Detail = "the same item was recorded moments ago and no quantity was stated"
 	}
 	c.v.Evidence = ev
+}
+
+// settleIfLagging settles on the call's events first when the feed lags
+// (a flood on other calls): its question and answer may still be queued
+// behind the flood, and waiting for them beats judging an unknown call.
+// It refuses, and reports false, when that cannot be done in time.
+func (c *check) settleIfLagging(ctx context.Context) bool {
+	if c.g.cfg.Feed == nil || c.g.cfg.Settle == nil {
+		return true
+	}
+	if state, _ := c.g.cfg.Feed(); state != FeedLagging {
+		return true
+	}
+	if err := c.settle(ctx); err != nil {
+		c.gap("the guard lags the transcript stream and could not apply this call's events in time: " + clip(err.Error(), 160))
+		return false
+	}
+	return true
 }
 
 // settleTimeout bounds Settle: an ALLOW waits at most this long for this

@@ -50,10 +50,14 @@ const (
 	// FeedDown: not connected; nothing can be judged
 	// (REASON_TRANSCRIPT_UNAVAILABLE).
 	FeedDown
-	// FeedBehind: connected but not caught up (after a start, a reconnect,
-	// or while lagging): events may be missing
-	// (REASON_TRANSCRIPT_GAP).
+	// FeedBehind: connected but not caught up (after a start or a
+	// reconnect): events may be missing (REASON_TRANSCRIPT_GAP).
 	FeedBehind
+	// FeedLagging: caught up once, but behind the stream now (a flood):
+	// the call's own events may not have been applied yet, so a Check
+	// settles (Config.Settle) before it looks at the call at all, and
+	// refuses (REASON_TRANSCRIPT_GAP) when that does not finish in time.
+	FeedLagging
 )
 
 // Config wires a Guard.

@@ -99,7 +99,11 @@ var (
 	ActiveCalls = series(Gauge, "transcript", "active_calls",
 		"Calls whose transcript state is held.")
 	CallsEvicted = series(Counter, "transcript", "calls_evicted_total",
-		"Calls whose state was dropped, by cause: idle, ended, capacity.", "cause")
+		"Calls whose state was dropped, by cause: idle, ended.", "cause")
+	LimitHits = series(Counter, "transcript", "limit_hits_total",
+		"Times a transcript limit was hit, by limit: text_bytes, lang_bytes, response_id_bytes, source_bytes, calls, total_bytes, events_per_second (the event was dropped) or call_bytes (a call's oldest utterances were dropped).", "limit")
+	StoreBytes = series(Gauge, "transcript", "store_bytes",
+		"What the calls held take, as counted against --max-total-bytes.")
 
 	// server, with the JetStream state.
 	TranscriptCaughtUp = series(Gauge, "transcript", "caught_up",
@@ -122,6 +126,13 @@ var (
 		"Times the NATS connection was re-established.")
 	NATSErrors = series(Counter, "nats", "errors_total",
 		"Asynchronous NATS errors (slow consumer, permissions, ...).")
+	ReloadErrors = series(Counter, "", "reload_errors_total",
+		"Reloads (SIGHUP) that failed, by what: policy (with the locales), tokens, tls. What failed keeps what it had.", "what")
+	RedactionErrors = series(Counter, "decision", "redaction_errors_total",
+		"Decision records whose args or result could not be parsed for redaction; the copy written lost them whole.")
+	// auth (the gRPC interceptors; package auth builds this collector).
+	AuthRefused = series(Counter, "grpc", "auth_refused_total",
+		"gRPC calls refused by authentication or authorisation, by method and code (Unauthenticated: no or unknown token; PermissionDenied: a token without the method's role, or a method no role may call).", "method", "code")
 	BuildInfo = series(Gauge, "", "build_info",
 		"Always 1; labels carry the build's version, revision and Go version.", "version", "revision", "goversion")
 )
@@ -130,10 +141,11 @@ var (
 var catalogue = []Series{
 	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions,
 	DecisionLogDropped, DecisionLogWritten,
-	Events, EventsRejected, ActiveCalls, CallsEvicted, TranscriptCaughtUp, TranscriptPending,
+	Events, EventsRejected, LimitHits, ActiveCalls, CallsEvicted, StoreBytes, TranscriptCaughtUp, TranscriptPending,
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations,
 	NATSConnected, NATSReconnects, NATSErrors,
+	AuthRefused, ReloadErrors, RedactionErrors,
 	BuildInfo,
 }
 
@@ -217,6 +229,12 @@ func NewGauge(reg prometheus.Registerer, s Series) prometheus.Gauge {
 // NewGaugeVec registers the gauge vector s describes on reg.
 func NewGaugeVec(reg prometheus.Registerer, s Series) *prometheus.GaugeVec {
 	return register(reg, s.Collector().(*prometheus.GaugeVec))
+}
+
+// NewGaugeFunc registers a gauge s describes whose value f gives when
+// scraped.
+func NewGaugeFunc(reg prometheus.Registerer, s Series, f func() float64) prometheus.GaugeFunc {
+	return register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: s.Name, Help: s.Help}, f))
 }
 
 // NewHistogram registers the histogram s describes on reg.

@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/yesguard/yesguard/auth"
+	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/transcript"
 )
 
@@ -76,7 +78,16 @@ func DefaultDataDir() string {
 //	DecisionRetention   decision_retention
 //	DecisionMaxBytes    decision_max_bytes
 //	DecisionsPerCall    decisions_per_call
-//	Limits          limits.<field> (no flags yet)
+//	Limits          limits.<field> (--max-<field>, --idle-ttl, --ended-ttl)
+//	GRPCTokens      grpc_tokens
+//	GRPCTLSCert, GRPCTLSKey, GRPCClientCA  grpc_tls_cert, grpc_tls_key, grpc_client_ca
+//	NoGRPCReflection, NoGRPCHealth         grpc_reflection, grpc_health (--grpc-reflection=false)
+//	NATSPipelinePasswordFile, NATSPipelineNkey  nats_pipeline_password_file, nats_pipeline_nkey
+//	NATSPipelinePassword   nats_pipeline_password (the environment only: YESGUARD_NATS_PIPELINE_PASSWORD)
+//	NATSAuth        nats_creds, nats_nkey, nats_token_file, nats_user, nats_password_file, nats_tls_ca, nats_tls_cert, nats_tls_key
+//	RedactDrop, RedactHash, RedactKeyFile, RedactDigits  redact_drop, redact_hash, redact_key_file, redact_digits
+//
+// docs/security.md says what each security setting stops.
 type Config struct {
 	// GRPCAddr is the host:port the Guard service, the gRPC health service
 	// and reflection listen on; port 0 picks a free one. Default
@@ -141,10 +152,46 @@ type Config struct {
 	DecisionRetention time.Duration
 	DecisionMaxBytes  int64
 	DecisionsPerCall  int
+	// GRPCTokens is the bearer token file (auth.LoadTokens): with it,
+	// Check and Complete need the pipeline role, ListDecisions and the
+	// call pages the auditor role. SIGHUP reloads it. Empty: every method
+	// is open (the loopback default).
+	GRPCTokens string
+	// GRPCTLSCert and GRPCTLSKey turn on TLS for gRPC; SIGHUP reloads them.
+	// GRPCClientCA, with them, requires every client to present a
+	// certificate that CA signed (mutual TLS).
+	GRPCTLSCert, GRPCTLSKey, GRPCClientCA string
+	// NoGRPCReflection and NoGRPCHealth leave server reflection and the
+	// gRPC health service unregistered. With tokens, reflection needs a
+	// valid token; health stays open (it says only SERVING or not).
+	NoGRPCReflection, NoGRPCHealth bool
+
+	// The embedded NATS server's pipeline credential, at most one:
+	// NATSPipelinePasswordFile (its first line: a password of at least 16
+	// bytes, or a bcrypt hash), NATSPipelinePassword (from the
+	// environment, never a flag: a command line is visible to every user
+	// of the host) or NATSPipelineNkey (the public key, U...). Without one
+	// NATSListen must be a loopback address.
+	NATSPipelinePasswordFile, NATSPipelinePassword, NATSPipelineNkey string
+	// NATSAuth is how the guard authenticates to an external NATS
+	// (NATSURL): credentials and TLS, from files.
+	NATSAuth auth.NATSClientConfig
+
+	// RedactDrop and RedactHash are comma-separated dotted paths of
+	// argument fields dropped from, or hashed in, the decision records
+	// (the log, the decision stream, ListDecisions, the call pages);
+	// RedactKeyFile holds the hashing key (replicas must share it; without
+	// it a key is made at start-up). RedactDigits > 0 masks every run of
+	// at least that many digits in the records' speech. See package
+	// redact.
+	RedactDrop, RedactHash, RedactKeyFile string
+	RedactDigits                          int
+
 	// TranscriptMaxLag: while events are pending on the transcript stream
-	// and the last one applied was stored longer ago than this, Checks
-	// refuse (REASON_TRANSCRIPT_GAP). Default 1s. (No flag: tests and
-	// benchmarks set it.)
+	// and the last one applied was stored longer ago than this, the
+	// ingester reports it lags (StreamIngester.Behind). Checks do not
+	// refuse for it: an ALLOW settles on its own call's events first.
+	// Default 1s. (No flag: tests and benchmarks set it.)
 	TranscriptMaxLag time.Duration
 }
 
@@ -199,11 +246,19 @@ func (c *Config) SetDefaults() {
 	if c.DecisionRetention == 0 {
 		c.DecisionRetention = DefaultDecisionRetention
 	}
+	// The memory state holds its records in this process: its bounds are
+	// the memory store's.
 	if c.DecisionMaxBytes == 0 {
 		c.DecisionMaxBytes = DefaultDecisionMaxBytes
+		if c.State == StateMemory {
+			c.DecisionMaxBytes = decisions.DefaultMaxBytes
+		}
 	}
 	if c.DecisionsPerCall == 0 {
 		c.DecisionsPerCall = DefaultDecisionsPerCall
+		if c.State == StateMemory {
+			c.DecisionsPerCall = decisions.DefaultMaxPerCall
+		}
 	}
 }
 
@@ -270,7 +325,13 @@ func (c *Config) Validate() error {
 		{"decision_max_bytes", c.DecisionMaxBytes},
 		{"decisions_per_call", int64(c.DecisionsPerCall)},
 		{"limits.max_text_bytes", int64(c.Limits.MaxTextBytes)},
+		{"limits.max_lang_bytes", int64(c.Limits.MaxLangBytes)},
+		{"limits.max_response_id_bytes", int64(c.Limits.MaxResponseIDBytes)},
+		{"limits.max_source_bytes", int64(c.Limits.MaxSourceBytes)},
 		{"limits.max_utterances", int64(c.Limits.MaxUtterances)},
+		{"limits.max_call_bytes", int64(c.Limits.MaxCallBytes)},
+		{"limits.max_total_bytes", c.Limits.MaxTotalBytes},
+		{"limits.max_events_per_second", int64(c.Limits.MaxEventsPerSecond)},
 		{"limits.idle_ttl", int64(c.Limits.IdleTTL)},
 		{"limits.ended_ttl", int64(c.Limits.EndedTTL)},
 		{"limits.max_calls", int64(c.Limits.MaxCalls)},
@@ -279,7 +340,32 @@ func (c *Config) Validate() error {
 			bad(f.key, fmt.Errorf("must be above 0, got %d", f.v))
 		}
 	}
+	if c.Limits.MaxTotalBytes > 0 && int64(c.Limits.MaxCallBytes) > c.Limits.MaxTotalBytes {
+		bad("limits.max_call_bytes", fmt.Errorf("%d is above limits.max_total_bytes (%d)", c.Limits.MaxCallBytes, c.Limits.MaxTotalBytes))
+	}
+	c.validateSecurity(bad)
 	return errors.Join(errs...)
+}
+
+// validateSecurity checks the security settings that need no file read
+// (New reads the files, and reports what is wrong in them).
+func (c *Config) validateSecurity(bad func(string, error)) {
+	if (c.GRPCTLSCert == "") != (c.GRPCTLSKey == "") {
+		bad("grpc_tls_cert", errors.New("--grpc-tls-cert and --grpc-tls-key: give both, or neither"))
+	}
+	if c.GRPCClientCA != "" && c.GRPCTLSCert == "" {
+		bad("grpc_client_ca", errors.New("mutual TLS needs the server's own TLS: give --grpc-tls-cert and --grpc-tls-key too"))
+	}
+	if c.RedactDigits < 0 {
+		bad("redact_digits", fmt.Errorf("must not be negative (0 masks no digits), got %d", c.RedactDigits))
+	}
+	pipeline := c.NATSPipelinePasswordFile != "" || c.NATSPipelinePassword != "" || c.NATSPipelineNkey != ""
+	if c.NATSURL != "" && pipeline {
+		bad("nats_pipeline_password_file", errors.New("the pipeline credential is for the embedded NATS server; with --nats-url, give the pipeline its user on that server (docs/security.md)"))
+	}
+	if c.NATSURL == "" && c.NATSAuth != (auth.NATSClientConfig{}) {
+		bad("nats_creds", errors.New("--nats-creds, --nats-nkey, --nats-token-file, --nats-user, --nats-password-file and --nats-tls-* are for an external NATS server: give --nats-url too"))
+	}
 }
 
 // checkHostPort accepts host:port with a numeric port (0 for any free
@@ -311,25 +397,28 @@ func checkNATSURLs(urls string) error {
 	for _, raw := range strings.Split(urls, ",") {
 		s := strings.TrimSpace(raw)
 		if s == "" {
-			errs = append(errs, fmt.Errorf("empty URL in %q", urls))
+			errs = append(errs, fmt.Errorf("empty URL in %q", auth.RedactURLs(urls)))
 			continue
 		}
 		if !strings.Contains(s, "://") {
 			s = "nats://" + s
 		}
+		// Every message quotes the URL without its password or token, and
+		// so must url.Parse's own error, which quotes it whole.
+		shown := auth.RedactURLs(raw)
 		u, err := url.Parse(s)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%q: %w", raw, err))
+			errs = append(errs, fmt.Errorf("%q: %s", shown, auth.RedactURLs(err.Error())))
 			continue
 		}
 		switch u.Scheme {
 		case "nats", "tls", "ws", "wss":
 		default:
-			errs = append(errs, fmt.Errorf("%q: scheme %q is not nats, tls, ws or wss", raw, u.Scheme))
+			errs = append(errs, fmt.Errorf("%q: scheme %q is not nats, tls, ws or wss", shown, u.Scheme))
 			continue
 		}
 		if u.Hostname() == "" {
-			errs = append(errs, fmt.Errorf("%q: no host", raw))
+			errs = append(errs, fmt.Errorf("%q: no host", shown))
 		}
 	}
 	return errors.Join(errs...)

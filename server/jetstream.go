@@ -203,8 +203,11 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	defer cancel()
 	c := &s.cfg
 	tstream := TranscriptStreamName(c.SubjectPrefix)
-	if _, err := js.CreateOrUpdateStream(actx, transcript.StreamConfig(tstream, c.SubjectPrefix,
-		c.TranscriptRetention, c.TranscriptMaxBytes, c.DuplicateWindow, c.JSReplicas)); err != nil {
+	tcfg := transcript.StreamConfig(tstream, c.SubjectPrefix, c.TranscriptRetention, c.TranscriptMaxBytes, c.DuplicateWindow, c.JSReplicas)
+	// A message larger than the limits let an event be is refused at the
+	// publish (the publisher's ack says so), never stored.
+	tcfg.MaxMsgSize = int32(min(c.Limits.MaxEventBytes(), 1<<30))
+	if _, err := js.CreateOrUpdateStream(actx, tcfg); err != nil {
 		return fmt.Errorf("transcript stream %s: %w", tstream, err)
 	}
 	if _, err := js.CreateOrUpdateStream(actx, decisions.StreamConfig(DecisionStream, decisions.DefaultSubjectPrefix,

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/guard"
 	"github.com/yesguard/yesguard/metrics"
 )
@@ -43,6 +44,14 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 		Host:       host,
 		Port:       port,
 		NoSigs:     true,
+	}
+	// The users: the pipeline (or, on a loopback server without a
+	// pipeline credential, whoever connects, with the pipeline's rights)
+	// and the guard, in-process only. Nobody else may publish or read
+	// transcripts.
+	s.embedded.Apply(opts)
+	for _, f := range s.nsOpts {
+		f(opts)
 	}
 	if s.cfg.State == StateJetStream {
 		// The store survives restarts: a plain `go run ./cmd/yesguard`
@@ -77,33 +86,7 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 		}
 	}
 	s.natsURL = clientURL(ns.Addr())
-	if !isLoopback(host) {
-		s.log.Warn("the embedded NATS server accepts transcripts from the network without authentication; "+
-			"anyone who can reach it can speak for the caller. Listen on a loopback address or use --nats-url with an authenticated server",
-			zap.String("nats_listen", s.cfg.NATSListen))
-	}
 	return nil
-}
-
-// isLoopback reports whether a listen host accepts local clients only.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// RedactURLs hides the passwords of comma-separated URLs, for logs and
-// errors.
-func RedactURLs(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			parts[i] = u.Redacted()
-		}
-	}
-	return strings.Join(parts, ",")
 }
 
 // clientURL is the URL a local client reaches addr at: an unspecified host
@@ -127,9 +110,11 @@ func clientURL(addr net.Addr) string {
 const InboxPrefix = "_INBOX_yesguard"
 
 // natsOptions are every option of the guard's NATS connection, in one
-// place: credentials and TLS (issue 11) belong here too.
+// place: its name, inbox prefix and reconnects, its handlers, and its
+// credentials and TLS (the embedded server's guard nkey, or the external
+// server's --nats-* files).
 func (s *Server) natsOptions() []nats.Option {
-	return []nats.Option{
+	return append([]nats.Option{
 		nats.Name("yesguard"),
 		nats.CustomInboxPrefix(InboxPrefix),
 		nats.MaxReconnects(-1),
@@ -140,7 +125,7 @@ func (s *Server) natsOptions() []nats.Option {
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if !s.stopping.Load() {
-				s.log.Warn("NATS disconnected; refusing every Check until it is back", zap.Error(err))
+				s.log.Warn("NATS disconnected; refusing every Check until it is back", redactedError(err))
 			}
 			// Behind from now on: once the connection is back (which the
 			// guard may see before this handler's twin on reconnect runs),
@@ -162,7 +147,7 @@ func (s *Server) natsOptions() []nats.Option {
 				n := s.store.MarkLost("transcript events were dropped (slow consumer): the guard may lack the caller's latest words")
 				s.log.Error("NATS dropped transcript events (slow consumer); every call held is refused until its agent speaks again", zap.Int("calls", n))
 			}
-			fields := []zap.Field{zap.Error(err)}
+			fields := []zap.Field{redactedError(err)}
 			if sub != nil {
 				fields = append(fields, zap.String("subject", sub.Subject))
 			}
@@ -172,7 +157,16 @@ func (s *Server) natsOptions() []nats.Option {
 			s.updateFeedHealth()
 			s.ncClosedOnce.Do(func() { close(s.ncClosed) })
 		}),
+	}, s.natsAuth...)
+}
+
+// redactedError is err as a log field, with any URL's credentials hidden
+// (a dialer's error quotes the URL it dialled).
+func redactedError(err error) zap.Field {
+	if err == nil {
+		return zap.Skip()
 	}
+	return zap.String("error", auth.RedactURLs(err.Error()))
 }
 
 // connectNATS connects to the embedded server in-process, or to the
@@ -189,11 +183,11 @@ func (s *Server) connectNATS() error {
 	}
 	nc, err := nats.Connect(target, opts...)
 	if err != nil {
-		return fmt.Errorf("nats_url: connect to %s: %w", RedactURLs(target), err)
+		return fmt.Errorf("nats_url: connect to %s: %s", auth.RedactURLs(target), auth.RedactURLs(err.Error()))
 	}
 	s.nc.Store(nc)
 	if !nc.IsConnected() {
-		s.log.Warn("NATS not reachable yet; retrying", zap.String("url", RedactURLs(target)))
+		s.log.Warn("NATS not reachable yet; retrying", zap.String("url", auth.RedactURLs(target)))
 	}
 	s.updateFeedHealth()
 	return nil
@@ -224,8 +218,16 @@ func (s *Server) feedState() (guard.FeedState, string) {
 		if in == nil {
 			return guard.FeedBehind, "the guard has not set up its JetStream state yet"
 		}
-		if why := in.Behind(time.Now()); why != "" {
-			return guard.FeedBehind, why
+		// Catching up after a start or a reconnect refuses. Lagging a
+		// flood does not: a Check judges its own call, so it first settles
+		// on every event of that call the stream holds (Settle, bounded by
+		// the deadline); a flood on other calls delays its Checks instead
+		// of refusing them all.
+		if !in.CaughtUp() {
+			return guard.FeedBehind, in.Behind(time.Now())
+		}
+		if p := in.Pending(); p > 0 {
+			return guard.FeedLagging, strconv.FormatUint(p, 10) + " transcript events pending"
 		}
 	}
 	return guard.FeedLive, ""
@@ -321,10 +323,19 @@ type natsLogger struct {
 }
 
 func (l *natsLogger) Noticef(format string, v ...any) { l.log.Sugar().Debugf(format, v...) }
-func (l *natsLogger) Warnf(format string, v ...any)   { l.log.Sugar().Warnf(format, v...) }
-func (l *natsLogger) Errorf(format string, v ...any)  { l.log.Sugar().Errorf(format, v...) }
-func (l *natsLogger) Debugf(format string, v ...any)  { l.log.Sugar().Debugf(format, v...) }
-func (l *natsLogger) Tracef(format string, v ...any)  {}
+func (l *natsLogger) Warnf(format string, v ...any) {
+	if strings.HasPrefix(format, "Plaintext passwords detected") {
+		// The loopback default's anonymous pipeline user has a random
+		// password nobody is told; the pipeline's own is the operator's
+		// (a bcrypt hash in the file keeps it out of the guard's memory).
+		l.log.Sugar().Debugf(format, v...)
+		return
+	}
+	l.log.Sugar().Warnf(format, v...)
+}
+func (l *natsLogger) Errorf(format string, v ...any) { l.log.Sugar().Errorf(format, v...) }
+func (l *natsLogger) Debugf(format string, v ...any) { l.log.Sugar().Debugf(format, v...) }
+func (l *natsLogger) Tracef(format string, v ...any) {}
 
 func (l *natsLogger) Fatalf(format string, v ...any) {
 	msg := fmt.Sprintf(format, v...)

@@ -56,12 +56,13 @@ import (
 	"github.com/yesguard/yesguard/metrics"
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/redact"
 	"github.com/yesguard/yesguard/service"
 	"github.com/yesguard/yesguard/timeline"
 	"github.com/yesguard/yesguard/transcript"
 )
 
-var _ service.DecisionSink = (*decisionlog.Logger)(nil)
+var _ service.CallerSink = (*decisionlog.Logger)(nil)
 
 // GuardService is the gRPC service name whose health tracks the transcript
 // feed.
@@ -98,6 +99,16 @@ type options struct {
 	grpcOpts []grpc.ServerOption
 	tokens   *auth.Tokens
 	natsOpts []nats.Option
+	nsOpts   []func(*natsserver.Options)
+}
+
+// WithEmbeddedNATSOptions edits the embedded NATS server's options after
+// the guard has set them (its users included): a benchmark adds a user of
+// its own to measure the bare server beside the guard. Never needed in
+// production; a user added here is not bound by the pipeline's
+// permissions.
+func WithEmbeddedNATSOptions(f func(*natsserver.Options)) Option {
+	return func(o *options) { o.nsOpts = append(o.nsOpts, f) }
 }
 
 // WithNATSOptions adds options to the guard's NATS connection, after its
@@ -135,8 +146,9 @@ func WithTimelineTokens(tokens *auth.Tokens) Option { return func(o *options) { 
 // Server is one yesguard. Build it with New, then Start and Stop it once.
 type Server struct {
 	cfg      Config
-	grpcOpts []grpc.ServerOption // from WithGRPCServerOptions
-	natsOpts []nats.Option       // from WithNATSOptions
+	grpcOpts []grpc.ServerOption         // from WithGRPCServerOptions
+	natsOpts []nats.Option               // from WithNATSOptions
+	nsOpts   []func(*natsserver.Options) // from WithEmbeddedNATSOptions
 	log      *zap.Logger
 	ownLog   bool
 	gatherer prometheus.Gatherer
@@ -155,6 +167,16 @@ type Server struct {
 	service    *service.Service
 	dlog       *decisionlog.Logger // nil when the sink came from WithDecisionSink
 	timeline   *timeline.Handler
+
+	// Security (security.go): who may call what, over which transport,
+	// and what the records keep.
+	tokens     *auth.Tokens       // nil: no token file, every method open
+	tls        *auth.ServerTLS    // nil: plaintext gRPC
+	authz      *auth.Authorizer   // always: it puts the caller's Identity in the context
+	embedded   *auth.EmbeddedNATS // the embedded server's users; nil with NATSURL
+	natsAuth   []nats.Option      // the guard's credentials and TLS for NATS
+	redactor   *redact.Redactor
+	secMetrics securityMetrics
 
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
@@ -209,7 +231,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
 
-	s := &Server{cfg: cfg, log: o.log, grpcOpts: o.grpcOpts, natsOpts: o.natsOpts, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: o.log, grpcOpts: o.grpcOpts, natsOpts: o.natsOpts, nsOpts: o.nsOpts, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
 	if s.log == nil {
 		log, err := NewLogger(cfg.LogLevel, nil, false)
 		if err != nil {
@@ -235,10 +257,17 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	bi := ReadBuildInfo()
 	metrics.NewGaugeVec(reg, metrics.BuildInfo).WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 
+	if err := s.setUpSecurity(reg); err != nil {
+		return nil, err
+	}
+
 	s.tmetrics = transcript.NewMetrics(reg)
 	s.store = transcript.NewStore(cfg.Limits, s.tmetrics)
+	metrics.NewGaugeFunc(reg, metrics.StoreBytes, func() float64 { return float64(s.store.Bytes()) })
 	if cfg.State == StateMemory {
-		s.memBook, s.memRecords = dedupe.NewMemory(reg), decisions.NewMemory(decisions.MemoryLimits{})
+		s.memBook = dedupe.NewMemory(reg)
+		s.memRecords = decisions.NewMemory(decisions.MemoryLimits{
+			MaxPerCall: cfg.DecisionsPerCall, MaxBytes: cfg.DecisionMaxBytes, TTL: cfg.DecisionRetention})
 		s.book, s.records = s.memBook, s.memRecords
 		s.log.Warn("state memory: reservations, evidence uses and decision records are held in this process only. " +
 			"Run one replica: a second one would allow the same action again, and a restart forgets them. Use --state jetstream for replicas and restarts")
@@ -274,15 +303,21 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("policy %q with locales_dir %q: %w", cfg.PolicyPath, cfg.LocalesDir, err)
 	}
 	s.service = service.New(service.Config{
-		Engine:     s.guard,
-		Book:       s.book,
-		Store:      s.records,
-		Sink:       sink,
-		Replica:    replicaName(),
-		Registerer: reg,
-		Logger:     s.log.Named("service"),
+		Engine:      s.guard,
+		Book:        s.book,
+		Store:       s.records,
+		Sink:        sink,
+		Replica:     replicaName(),
+		Registerer:  reg,
+		Logger:      s.log.Named("service"),
+		Redact:      s.redactDecision,
+		RedactTurns: s.redactor.Turns,
 	})
-	s.timeline = timeline.New(timeline.Config{Decisions: s.service, Recent: s.records, Tokens: o.tokens, Logger: s.log.Named("timeline")})
+	pageTokens := o.tokens
+	if pageTokens == nil {
+		pageTokens = s.tokens // the call pages are behind the auditor role, as ListDecisions is
+	}
+	s.timeline = timeline.New(timeline.Config{Decisions: s.service, Recent: s.records, Tokens: pageTokens, Logger: s.log.Named("timeline")})
 	return s, nil
 }
 
@@ -317,18 +352,33 @@ func loadRules(cfg *Config) (*guard.Policy, *patterns.Set, error) {
 	return policy, locales, errors.Join(errs...)
 }
 
-// Reload re-reads the policy and the locales and swaps them into the guard;
-// Checks under way finish with the rules they started with. On error the
-// old rules stay.
+// Reload re-reads the policy and the locales, the token file and the gRPC
+// TLS files, and swaps each in; Checks under way finish with the rules
+// they started with, connections made keep their keys. Each part that
+// fails keeps what it had, is counted (yesguard_reload_errors_total) and
+// is in the returned error; the others are reloaded all the same.
 func (s *Server) Reload() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	policy, locales, err := loadRules(&s.cfg)
-	if err != nil {
+	var errs []error
+	if err := s.reloadRules(); err != nil {
+		s.secMetrics.reloadErrors.WithLabelValues("policy").Inc()
+		errs = append(errs, err)
+	}
+	errs = append(errs, s.reloadSecurity()...)
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
+	return nil
+}
+
+func (s *Server) reloadRules() error {
+	policy, locales, err := loadRules(&s.cfg)
+	if err != nil {
+		return err
+	}
 	if err := s.guard.Reload(policy, locales); err != nil {
-		return fmt.Errorf("reload: %w", err)
+		return err
 	}
 	warnSharedObjects(s.log, policy)
 	s.log.Info("policy and locales reloaded",
@@ -412,13 +462,23 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("grpc_addr: %w", err)
 	}
-	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(s.recoverUnary),
-		grpc.ChainStreamInterceptor(s.recoverStream),
-	}, s.grpcOpts...)...)
+	// The authorizer runs first after the panic recovery, so that nothing
+	// else runs for a refused call.
+	gopts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(s.recoverUnary, s.authz.UnaryInterceptor),
+		grpc.ChainStreamInterceptor(s.recoverStream, s.authz.StreamInterceptor),
+	}
+	if s.tls != nil {
+		gopts = append(gopts, s.tls.ServerOption())
+	}
+	s.grpc = grpc.NewServer(append(gopts, s.grpcOpts...)...)
 	yesguardv1.RegisterGuardServer(s.grpc, s.service)
-	healthgrpc.RegisterHealthServer(s.grpc, s.health)
-	reflection.Register(s.grpc)
+	if !s.cfg.NoGRPCHealth {
+		healthgrpc.RegisterHealthServer(s.grpc, s.health)
+	}
+	if !s.cfg.NoGRPCReflection {
+		reflection.Register(s.grpc)
+	}
 	s.wg.Go(func() {
 		if err := s.grpc.Serve(s.grpcLn); err != nil {
 			s.fail(fmt.Errorf("grpc server: %w", err))

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yesguard/yesguard/approval"
+	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/guard"
 	"github.com/yesguard/yesguard/metrics"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
@@ -109,10 +110,18 @@ func answer(v *guard.Verdict, full bool) *yesguardv1.CheckResponse {
 	return resp
 }
 
-// record writes d to the sink and the store. The caller may have gone: the
-// store is given a context that its cancellation does not end.
+// record writes d, redacted, to the sink and the store. The caller may
+// have gone: the store is given a context that its cancellation does not
+// end.
 func (s *Service) record(ctx context.Context, d *yesguardv1.Decision) {
-	if s.cfg.Sink != nil {
+	if s.cfg.Redact != nil {
+		d = s.cfg.Redact(d)
+	}
+	if cw, ok := s.cfg.Sink.(CallerSink); ok {
+		// Who asked, per decision: the identity the interceptors found.
+		id, _ := auth.FromContext(ctx)
+		cw.WriteCaller(d, id.String())
+	} else if s.cfg.Sink != nil {
 		s.cfg.Sink.Write(d)
 	}
 	if s.cfg.Store == nil {

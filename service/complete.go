@@ -11,14 +11,20 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yesguard/yesguard/approval"
+	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/dedupe"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
 
 // Complete reports an allowed action's result to the book, so that its
-// duplicates get the result, and writes a Complete record.
+// duplicates get the result, and writes a Complete record. Only the
+// pipeline role may (auth): a failed Complete frees the reservation.
 func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest) (*yesguardv1.CompleteResponse, error) {
+	if err := auth.RequireRole(ctx, auth.RolePipeline); err != nil {
+		s.CountError(codes.PermissionDenied)
+		return nil, err
+	}
 	if err := validateID("decision_id", req.GetDecisionId(), true); err != nil {
 		return nil, s.invalid(fmt.Errorf("%w: the decision_id of the ALLOW whose result this is", err))
 	}
@@ -96,6 +102,9 @@ func (s *Service) ListDecisions(ctx context.Context, req *yesguardv1.ListDecisio
 	}
 	if req.GetIncludeTranscript() {
 		resp.Transcript = s.cfg.Engine.Transcript(req.GetCallId())
+		if s.cfg.RedactTurns != nil {
+			resp.Transcript = s.cfg.RedactTurns(resp.Transcript)
+		}
 	}
 	return resp, nil
 }

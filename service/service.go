@@ -41,6 +41,14 @@ type DecisionSink interface {
 	Write(d *yesguardv1.Decision)
 }
 
+// CallerSink is a DecisionSink that also logs who asked for each record
+// (auth.Identity's String: a token's name and roles, a certificate's
+// subject, never a token); the service uses it when the sink is one.
+type CallerSink interface {
+	DecisionSink
+	WriteCaller(d *yesguardv1.Decision, caller string)
+}
+
 // Config wires a Service.
 type Config struct {
 	// Engine judges the Checks.
@@ -60,6 +68,12 @@ type Config struct {
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Redact returns the copy of a record that the sink and the store
+	// get (package redact); the Check's answer is made from the verdict
+	// and never redacted. Nil keeps records whole.
+	Redact func(*yesguardv1.Decision) *yesguardv1.Decision
+	// RedactTurns does the same for ListDecisions' transcript.
+	RedactTurns func([]*yesguardv1.Turn) []*yesguardv1.Turn
 }
 
 // Service implements yesguardv1.GuardServer. Redeem is not served yet

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/approval"
+	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/dedupe"
 	"github.com/yesguard/yesguard/guard"
@@ -204,7 +205,7 @@ func TestCompleteAndRepeats(t *testing.T) {
 		t.Fatalf("duplicate of a running original = %v", running)
 	}
 	result, _ := structpb.NewStruct(map[string]any{"ticket": "T-9"})
-	done, err := h.svc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: first.GetDecisionId(), Result: result})
+	done, err := h.svc.Complete(pipelineCtx(t), &yesguardv1.CompleteRequest{DecisionId: first.GetDecisionId(), Result: result})
 	if err != nil || done.GetDecisionId() == "" {
 		t.Fatalf("Complete = %v, %v", done, err)
 	}
@@ -212,13 +213,13 @@ func TestCompleteAndRepeats(t *testing.T) {
 	if dup.GetOriginalRunning() || dup.GetOriginalResult().GetFields()["ticket"].GetStringValue() != "T-9" {
 		t.Fatalf("duplicate after Complete = %v", dup)
 	}
-	if _, err := h.svc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: first.GetDecisionId()}); status.Code(err) != codes.FailedPrecondition {
+	if _, err := h.svc.Complete(pipelineCtx(t), &yesguardv1.CompleteRequest{DecisionId: first.GetDecisionId()}); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("second Complete = %v, want FailedPrecondition", err)
 	}
-	if _, err := h.svc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: "01NOTADECISION"}); status.Code(err) != codes.NotFound {
+	if _, err := h.svc.Complete(pipelineCtx(t), &yesguardv1.CompleteRequest{DecisionId: "01NOTADECISION"}); status.Code(err) != codes.NotFound {
 		t.Fatalf("Complete of an unknown decision = %v, want NotFound", err)
 	}
-	if _, err := h.svc.Complete(t.Context(), &yesguardv1.CompleteRequest{}); status.Code(err) != codes.InvalidArgument {
+	if _, err := h.svc.Complete(pipelineCtx(t), &yesguardv1.CompleteRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("Complete without decision_id = %v, want InvalidArgument", err)
 	}
 	// Other arguments the question still states: the judge passes them, and
@@ -290,5 +291,25 @@ func TestListDecisionsPages(t *testing.T) {
 	resp, err := h.svc.ListDecisions(t.Context(), &yesguardv1.ListDecisionsRequest{CallId: "p", IncludeTranscript: true})
 	if err != nil || len(resp.GetTranscript()) != 1 || resp.GetTranscript()[0].GetText() != "Hello." {
 		t.Fatalf("transcript = %v, %v", resp.GetTranscript(), err)
+	}
+}
+
+// pipelineCtx is a context whose caller the interceptors found to hold
+// the pipeline role, as they do for Complete.
+func pipelineCtx(t *testing.T) context.Context {
+	return auth.NewContext(t.Context(), auth.Identity{TokenName: "pipe", Roles: []auth.Role{auth.RolePipeline}})
+}
+
+// Complete belongs to the pipeline: without an Identity (no interceptor)
+// or with the auditor's, it is refused before it touches the book.
+func TestCompleteNeedsThePipelineRole(t *testing.T) {
+	h := newHarness(t)
+	for name, ctx := range map[string]context.Context{
+		"no identity": t.Context(),
+		"auditor":     auth.NewContext(t.Context(), auth.Identity{TokenName: "audit", Roles: []auth.Role{auth.RoleAuditor}}),
+	} {
+		if _, err := h.svc.Complete(ctx, &yesguardv1.CompleteRequest{DecisionId: "01ANY"}); status.Code(err) != codes.PermissionDenied {
+			t.Errorf("%s: Complete = %v, want PermissionDenied", name, err)
+		}
 	}
 }

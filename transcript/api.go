@@ -9,39 +9,105 @@ import (
 	"go.uber.org/zap"
 )
 
-// Limits bound what one event and one call may hold.
+// Limits bound what one event, one call and the whole store may hold, so
+// that no publisher can grow the guard's memory without bound or starve
+// the Checks of other calls. Each limit hit is counted
+// (yesguard_transcript_limit_hits_total{limit}, and for a rejected event
+// yesguard_transcript_events_rejected_total{reason}) and explained in a
+// sampled log line, so that a flood cannot flood the log.
+//
+// An event a limit drops from a call the store holds makes that call
+// uncertain (Snapshot.Gap) until its agent speaks again: a "Wait, no."
+// lost to a limit must not leave the "Yes." before it standing.
 type Limits struct {
 	// MaxTextBytes: an event whose text is longer is rejected (reason
 	// "text_too_long"). Default 4096.
 	MaxTextBytes int
+	// MaxLangBytes: an event whose lang is longer is rejected (reason
+	// "lang_too_long"). Default 35 (the longest BCP 47 tag worth keeping).
+	MaxLangBytes int
+	// MaxResponseIDBytes: an event whose response_id is longer is rejected
+	// (reason "response_id_too_long"). Default 256.
+	MaxResponseIDBytes int
+	// MaxSourceBytes: an event whose source is longer is rejected (reason
+	// "source_too_long"). Default 64.
+	MaxSourceBytes int
 	// MaxUtterances kept per call, oldest dropped first. Default 64.
 	MaxUtterances int
+	// MaxCallBytes bounds what one call's history holds (its utterances'
+	// strings and their bookkeeping): above it the oldest utterances are
+	// dropped first (limit "call_bytes"). Default 128 KiB.
+	MaxCallBytes int
+	// MaxTotalBytes bounds what every call together holds: an event that
+	// would take the store above it is rejected (reason "store_full").
+	// Default 512 MiB.
+	MaxTotalBytes int64
+	// MaxEventsPerSecond bounds one call's events (a token bucket of as
+	// many a second, holding twice as many): the events above it are
+	// rejected (reason "rate_limited"). Default 200 (a recogniser sends tens a second, an
+	// agent streaming tokens as interims up to a hundred or so). Measured on the
+	// events' arrival (the stream's timestamps), so a replay after a
+	// restart is not a burst.
+	MaxEventsPerSecond int
 	// IdleTTL: a call with no event for this long is evicted. Default 10m.
 	IdleTTL time.Duration
 	// EndedTTL: a call is evicted this long after its call_ended. Default 2m.
 	EndedTTL time.Duration
-	// MaxCalls: above this many calls the least recently active are
-	// evicted at the next sweep. Default 200000.
+	// MaxCalls bounds the calls held: an event that would start one more
+	// is rejected (reason "too_many_calls"), so a flood of call ids
+	// cannot push the calls in progress out. Default 100000.
 	MaxCalls int
 }
 
+// Default limits.
+const (
+	DefaultMaxTextBytes       = 4096
+	DefaultMaxLangBytes       = 35
+	DefaultMaxResponseIDBytes = 256
+	DefaultMaxSourceBytes     = 64
+	DefaultMaxUtterances      = 64
+	DefaultMaxCallBytes       = 128 << 10
+	DefaultMaxTotalBytes      = 512 << 20
+	DefaultMaxEventsPerSecond = 200
+	DefaultIdleTTL            = 10 * time.Minute
+	DefaultEndedTTL           = 2 * time.Minute
+	DefaultMaxCalls           = 100000
+)
+
 // SetDefaults fills zero fields with their defaults.
 func (l *Limits) SetDefaults() {
-	if l.MaxTextBytes == 0 {
-		l.MaxTextBytes = 4096
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
 	}
-	if l.MaxUtterances == 0 {
-		l.MaxUtterances = 64
+	def(&l.MaxTextBytes, DefaultMaxTextBytes)
+	def(&l.MaxLangBytes, DefaultMaxLangBytes)
+	def(&l.MaxResponseIDBytes, DefaultMaxResponseIDBytes)
+	def(&l.MaxSourceBytes, DefaultMaxSourceBytes)
+	def(&l.MaxUtterances, DefaultMaxUtterances)
+	def(&l.MaxCallBytes, DefaultMaxCallBytes)
+	def(&l.MaxEventsPerSecond, DefaultMaxEventsPerSecond)
+	def(&l.MaxCalls, DefaultMaxCalls)
+	if l.MaxTotalBytes == 0 {
+		l.MaxTotalBytes = DefaultMaxTotalBytes
 	}
 	if l.IdleTTL == 0 {
-		l.IdleTTL = 10 * time.Minute
+		l.IdleTTL = DefaultIdleTTL
 	}
 	if l.EndedTTL == 0 {
-		l.EndedTTL = 2 * time.Minute
+		l.EndedTTL = DefaultEndedTTL
 	}
-	if l.MaxCalls == 0 {
-		l.MaxCalls = 200000
-	}
+}
+
+// MaxEventBytes is the largest event message the limits let through:
+// every bounded string at its limit, and room for the rest of the JSON.
+// The transcript stream refuses larger messages at the publish.
+func (l Limits) MaxEventBytes() int {
+	l.SetDefaults()
+	// JSON escaping can take a string to 6 times its bytes (\u00XX); the
+	// fields without their own limit (call_id, the numbers) fit in 1 KiB.
+	return 6*(l.MaxTextBytes+l.MaxLangBytes+l.MaxResponseIDBytes+l.MaxSourceBytes) + 1024
 }
 
 // Utterance is one final transcript event as stored.
@@ -129,6 +195,7 @@ type Store struct {
 
 	shards [numShards]shard
 	n      atomic.Int64 // calls held
+	bytes  atomic.Int64 // what they hold, against MaxTotalBytes
 
 	// newCall is closed and replaced whenever a call is created; waiters
 	// on unknown calls select on it.
@@ -184,8 +251,7 @@ func (s *Store) SnapshotTurns(callID, skipResponseID string, maxTurns int) (Snap
 // which call's. It returns how many calls it marked.
 func (s *Store) MarkLost(why string) int { return s.markLost(why) }
 
-// Sweep evicts idle and ended calls, and the least recently active ones
-// above MaxCalls. It returns how many it evicted.
+// Sweep evicts idle and ended calls. It returns how many it evicted.
 func (s *Store) Sweep(now time.Time) int {
 	return s.sweep(now)
 }
@@ -193,6 +259,34 @@ func (s *Store) Sweep(now time.Time) int {
 // Len returns how many calls the store holds.
 func (s *Store) Len() int {
 	return int(s.n.Load())
+}
+
+// Bytes is what the calls held take, as counted against MaxTotalBytes.
+func (s *Store) Bytes() int64 { return s.bytes.Load() }
+
+// Limits are the store's limits, defaults filled in.
+func (s *Store) Limits() Limits { return s.limits }
+
+// MarkDropped makes a held call uncertain (Snapshot.Gap says why) until
+// its agent speaks again: an event of it was dropped before the store saw
+// it (a limit of Decode), and may have held the caller's latest words. It
+// reports whether the call is held.
+func (s *Store) MarkDropped(callID, why string) bool {
+	sh := s.shardOf(callID)
+	sh.mu.Lock()
+	c := sh.calls[callID]
+	if c == nil {
+		sh.mu.Unlock()
+		return false
+	}
+	c.lost = why
+	old := c.changed
+	c.changed = nil
+	sh.mu.Unlock()
+	if old != nil {
+		close(old)
+	}
+	return true
 }
 
 // Decode parses and validates one NATS message on subject, where prefix is
@@ -204,7 +298,10 @@ func Decode(prefix, subject string, data []byte, limits Limits) (Event, error) {
 
 // RejectError is why an event was dropped.
 type RejectError struct {
-	Reason string // bounded label: bad_json, bad_subject, missing_call_id, call_id_mismatch, unknown_speaker, unknown_type, text_too_long, bad_text, empty_text, bad_times (the Reason* constants)
+	Reason string // bounded label: one of the Reason* constants
+	// Limit names the limit hit ("text_bytes", ...), or "" when the event
+	// was malformed rather than too large.
+	Limit  string
 	Detail string
 }
 

@@ -23,13 +23,51 @@ const (
 	ReasonDuplicateSeq   = "duplicate_seq"
 	ReasonBadSource      = "bad_source"
 	ReasonSeqJump        = "seq_jump"
+
+	// Limits (Limits): the event was well formed but too much.
+	ReasonLangTooLong       = "lang_too_long"
+	ReasonResponseIDTooLong = "response_id_too_long"
+	ReasonSourceTooLong     = "source_too_long"
+	ReasonTooManyCalls      = "too_many_calls"
+	ReasonStoreFull         = "store_full"
+	ReasonRateLimited       = "rate_limited"
 )
 
-// MaxSourceBytes bounds an event's source name.
-const MaxSourceBytes = 64
+// The limit labels of yesguard_transcript_limit_hits_total, one a field
+// of Limits, and the serve flag that sets each (for the log line that
+// explains a hit).
+const (
+	LimitTextBytes       = "text_bytes"
+	LimitLangBytes       = "lang_bytes"
+	LimitResponseIDBytes = "response_id_bytes"
+	LimitSourceBytes     = "source_bytes"
+	LimitCalls           = "calls"
+	LimitCallBytes       = "call_bytes"
+	LimitTotalBytes      = "total_bytes"
+	LimitEventsPerSecond = "events_per_second"
+)
+
+// LimitFlags names the serve flag of each limit label.
+var LimitFlags = map[string]string{
+	LimitTextBytes:       "--max-text-bytes",
+	LimitLangBytes:       "--max-lang-bytes",
+	LimitResponseIDBytes: "--max-response-id-bytes",
+	LimitSourceBytes:     "--max-source-bytes",
+	LimitCalls:           "--max-calls",
+	LimitCallBytes:       "--max-call-bytes",
+	LimitTotalBytes:      "--max-total-bytes",
+	LimitEventsPerSecond: "--max-events-per-second",
+}
 
 func reject(reason, detail string) error {
 	return &RejectError{Reason: reason, Detail: detail}
+}
+
+// tooLong rejects a string field above its limit, saying by how much and
+// which flag raises the limit.
+func tooLong(reason, limit, field string, got, max int) error {
+	return &RejectError{Reason: reason, Limit: limit,
+		Detail: field + ": " + strconv.Itoa(got) + " bytes > " + strconv.Itoa(max) + " (" + LimitFlags[limit] + ")"}
 }
 
 // subjectCallID returns the call id token of subject, which must be
@@ -108,8 +146,16 @@ func decode(prefix, subject string, data []byte, limits Limits) (Event, error) {
 	}
 
 	if len(ev.Text) > limits.MaxTextBytes {
-		return Event{}, reject(ReasonTextTooLong,
-			strconv.Itoa(len(ev.Text))+" bytes > "+strconv.Itoa(limits.MaxTextBytes))
+		return Event{}, tooLong(ReasonTextTooLong, LimitTextBytes, "text", len(ev.Text), limits.MaxTextBytes)
+	}
+	if len(ev.Lang) > limits.MaxLangBytes {
+		return Event{}, tooLong(ReasonLangTooLong, LimitLangBytes, "lang", len(ev.Lang), limits.MaxLangBytes)
+	}
+	if len(ev.ResponseID) > limits.MaxResponseIDBytes {
+		return Event{}, tooLong(ReasonResponseIDTooLong, LimitResponseIDBytes, "response_id", len(ev.ResponseID), limits.MaxResponseIDBytes)
+	}
+	if len(ev.Source) > limits.MaxSourceBytes {
+		return Event{}, tooLong(ReasonSourceTooLong, LimitSourceBytes, "source", len(ev.Source), limits.MaxSourceBytes)
 	}
 	if !utf8.ValidString(ev.Text) { // unreachable after the check above; kept as a guard
 		return Event{}, reject(ReasonBadText, "text is not valid UTF-8")
@@ -118,8 +164,8 @@ func decode(prefix, subject string, data []byte, limits Limits) (Event, error) {
 		return Event{}, reject(ReasonEmptyText, "final transcript with empty text")
 	}
 
-	if len(ev.Source) > MaxSourceBytes || strings.IndexFunc(ev.Source, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
-		return Event{}, reject(ReasonBadSource, "source: at most 64 bytes, no spaces or control characters")
+	if strings.IndexFunc(ev.Source, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return Event{}, reject(ReasonBadSource, "source: no spaces or control characters")
 	}
 	if ev.StartMS != nil && *ev.StartMS < 0 {
 		return Event{}, reject(ReasonBadTimes, "negative start_ms")

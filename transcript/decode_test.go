@@ -27,7 +27,9 @@ func TestDecodeRejects(t *testing.T) {
 		{"array", testPrefix + ".c1", `[1,2]`, ReasonBadJSON},
 		{"seq negative", testPrefix + ".c1", `{"call_id":"c1","seq":-1,"speaker":"caller","type":"speech_started"}`, ReasonBadJSON},
 		{"seq string not digits", testPrefix + ".c1", `{"call_id":"c1","seq":"1e3","speaker":"caller","type":"speech_started"}`, ReasonBadJSON},
-		{"source too long", testPrefix + ".c1", `{"call_id":"c1","speaker":"caller","type":"speech_started","source":"` + strings.Repeat("s", 65) + `"}`, ReasonBadSource},
+		{"source too long", testPrefix + ".c1", `{"call_id":"c1","speaker":"caller","type":"speech_started","source":"` + strings.Repeat("s", 65) + `"}`, ReasonSourceTooLong},
+		{"lang too long", testPrefix + ".c1", `{"call_id":"c1","speaker":"caller","type":"speech_started","lang":"` + strings.Repeat("l", 36) + `"}`, ReasonLangTooLong},
+		{"response_id too long", testPrefix + ".c1", `{"call_id":"c1","speaker":"agent","type":"speech_started","response_id":"` + strings.Repeat("r", 257) + `"}`, ReasonResponseIDTooLong},
 		{"source with a space", testPrefix + ".c1", `{"call_id":"c1","speaker":"caller","type":"speech_started","source":"my stt"}`, ReasonBadSource},
 		{"invalid utf8 outside text", testPrefix + ".c1", "{\"call_id\":\"c1\",\"lang\":\"\xff\",\"speaker\":\"caller\",\"type\":\"speech_started\"}", ReasonBadJSON},
 		{"null", testPrefix + ".c1", `null`, ReasonMissingCallID},
@@ -151,6 +153,7 @@ var knownReasons = map[string]bool{
 	ReasonBadSubject: true, ReasonBadJSON: true, ReasonMissingCallID: true, ReasonCallIDMismatch: true,
 	ReasonUnknownType: true, ReasonUnknownSpeaker: true, ReasonTextTooLong: true, ReasonBadText: true,
 	ReasonEmptyText: true, ReasonBadTimes: true, ReasonBadSource: true,
+	ReasonLangTooLong: true, ReasonResponseIDTooLong: true, ReasonSourceTooLong: true,
 }
 
 func FuzzDecode(f *testing.F) {

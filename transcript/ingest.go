@@ -94,39 +94,58 @@ func (in *Ingester) stop() error {
 func (in *Ingester) handle(subject string, data []byte) {
 	ev, err := Decode(in.prefix, subject, data, in.limits)
 	if err != nil {
-		rejected(in.log, in.m, subject, data, err)
+		rejected(in.log, in.m, in.store, in.prefix, subject, data, err)
 		return
 	}
 	if ok, reason := in.store.Apply(ev, time.Now()); !ok {
-		dropped(in.log, in.m, ev, reason)
+		dropped(in.log, in.m, in.store, ev, reason)
 	}
 }
 
 // rejected counts and logs (sampled, and without the text: transcripts
 // are personal data) an event Decode rejected; fields name its message.
-func rejected(log *zap.Logger, m *Metrics, subject string, data []byte, err error, fields ...zap.Field) {
-	reason, detail := ReasonBadJSON, err.Error()
+// An event a limit rejected makes its call, when held, uncertain: it may
+// have carried the caller's latest words.
+func rejected(log *zap.Logger, m *Metrics, store *Store, prefix, subject string, data []byte, err error, fields ...zap.Field) {
+	reason, detail, limit := ReasonBadJSON, err.Error(), ""
 	var re *RejectError
 	if errors.As(err, &re) {
-		reason, detail = re.Reason, re.Detail
+		reason, detail, limit = re.Reason, re.Detail, re.Limit
 	}
-	count(m, reason)
-	log.Warn("transcript event rejected", append([]zap.Field{
+	count(m, reason, limit)
+	fields = append([]zap.Field{
 		zap.String("reason", reason), zap.String("subject", subject),
-		zap.Int("bytes", len(data)), zap.String("detail", detail)}, fields...)...)
+		zap.Int("bytes", len(data)), zap.String("detail", detail)}, fields...)
+	if limit != "" {
+		fields = append(fields, zap.String("limit", limit))
+		if id, ok := subjectCallID(prefix, subject); ok && store.MarkDropped(id, lostTo(reason, detail)) {
+			fields = append(fields, zap.Bool("call_uncertain", true))
+		}
+	}
+	log.Warn("transcript event rejected", fields...)
 }
 
 // dropped counts and logs (sampled) an event the store did not apply: a
-// repeat, or a seq jump that left its call uncertain.
-func dropped(log *zap.Logger, m *Metrics, ev Event, reason string, fields ...zap.Field) {
-	count(m, reason)
-	log.Warn("transcript event dropped", append([]zap.Field{
+// repeat, a seq jump that left its call uncertain, or a limit (calls
+// held, bytes in all, events a second), which the line explains.
+func dropped(log *zap.Logger, m *Metrics, store *Store, ev Event, reason string, fields ...zap.Field) {
+	limit := limitOf[reason]
+	count(m, reason, limit)
+	fields = append([]zap.Field{
 		zap.String("reason", reason), zap.String("call_id", ev.CallID), zap.String("source", ev.Source),
-		zap.Uint64("epoch", ev.Epoch), zap.Uint64("seq", ev.Seq)}, fields...)...)
+		zap.Uint64("epoch", ev.Epoch), zap.Uint64("seq", ev.Seq)}, fields...)
+	if limit != "" {
+		l := store.Limits()
+		fields = append(fields, zap.String("limit", limit), zap.String("detail", l.explain(reason)))
+	}
+	log.Warn("transcript event dropped", fields...)
 }
 
-func count(m *Metrics, reason string) {
+func count(m *Metrics, reason, limit string) {
 	if m != nil {
 		m.EventsRejected.WithLabelValues(reason).Inc()
+		if limit != "" {
+			m.LimitHits.WithLabelValues(limit).Inc()
+		}
 	}
 }

@@ -157,8 +157,9 @@ func TestIngesterNATS(t *testing.T) {
 // received, and that nothing is applied after it.
 func TestIngesterStopDrains(t *testing.T) {
 	subConn, pubConn := startNATS(t)
-	store := NewStore(Limits{MaxUtterances: 1000}, nil)
-	in := NewIngester(subConn, testPrefix, store, Limits{MaxUtterances: 1000}, nil, nil)
+	lim := Limits{MaxUtterances: 1000, MaxEventsPerSecond: 1 << 20} // 500 events of one call at once
+	store := NewStore(lim, nil)
+	in := NewIngester(subConn, testPrefix, store, lim, nil, nil)
 	if err := in.Start(); err != nil {
 		t.Fatal(err)
 	}

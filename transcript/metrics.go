@@ -12,7 +12,8 @@ type Metrics struct {
 	Events         *prometheus.CounterVec // type, speaker
 	EventsRejected *prometheus.CounterVec // reason
 	ActiveCalls    prometheus.Gauge
-	CallsEvicted   *prometheus.CounterVec // cause: idle, ended, capacity
+	CallsEvicted   *prometheus.CounterVec // cause: idle, ended
+	LimitHits      *prometheus.CounterVec // limit
 }
 
 // NewMetrics registers the transcript's collectors on reg; a nil reg
@@ -23,5 +24,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		EventsRejected: metrics.NewCounterVec(reg, metrics.EventsRejected),
 		ActiveCalls:    metrics.NewGauge(reg, metrics.ActiveCalls),
 		CallsEvicted:   metrics.NewCounterVec(reg, metrics.CallsEvicted),
+		LimitHits:      metrics.NewCounterVec(reg, metrics.LimitHits),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -18,6 +19,46 @@ type shard struct {
 	mu    sync.RWMutex
 	calls map[string]*call
 	_     [64]byte // so neighbouring shards' locks never share a cache line
+}
+
+// callOverhead is what a call costs beyond its utterances, as counted
+// against MaxTotalBytes: its struct, its map entry, its id.
+const callOverhead = int64(unsafe.Sizeof(call{})) + 64
+
+// utteranceBytes is what one held utterance costs: its struct and its
+// strings.
+func utteranceBytes(u *Utterance) int64 {
+	return int64(unsafe.Sizeof(*u)) + int64(len(u.Source)+len(u.Text)+len(u.Lang)+len(u.ResponseID)+len(u.Speaker))
+}
+
+// limitOf is the limit label of a reason a limit gave; "" for others.
+var limitOf = map[string]string{
+	ReasonTextTooLong:       LimitTextBytes,
+	ReasonLangTooLong:       LimitLangBytes,
+	ReasonResponseIDTooLong: LimitResponseIDBytes,
+	ReasonSourceTooLong:     LimitSourceBytes,
+	ReasonTooManyCalls:      LimitCalls,
+	ReasonStoreFull:         LimitTotalBytes,
+	ReasonRateLimited:       LimitEventsPerSecond,
+}
+
+// explain says which limit a store reason hit, and which flag raises it.
+func (l *Limits) explain(reason string) string {
+	switch reason {
+	case ReasonTooManyCalls:
+		return fmt.Sprintf("the guard holds %d calls, its limit (%s): a new call's events are dropped until calls end or idle out", l.MaxCalls, LimitFlags[LimitCalls])
+	case ReasonStoreFull:
+		return fmt.Sprintf("the calls held take %d bytes, the limit (%s): the event is dropped", l.MaxTotalBytes, LimitFlags[LimitTotalBytes])
+	case ReasonRateLimited:
+		return fmt.Sprintf("more than %d events a second on this call (%s): the event is dropped", l.MaxEventsPerSecond, LimitFlags[LimitEventsPerSecond])
+	}
+	return ""
+}
+
+// lostTo is what Snapshot.Gap says of a call an event was dropped from by
+// a limit.
+func lostTo(reason, detail string) string {
+	return "an event of this call was dropped by the guard's limits (" + reason + ": " + detail + "); the caller's latest words may be missing until the agent speaks again"
 }
 
 // call is one call's state. Every field is guarded by its shard's lock.
@@ -49,6 +90,14 @@ type call struct {
 	// trackers follow the seqs of each (source, epoch), at most
 	// maxTrackers of them.
 	trackers []seqTracker
+
+	// bytes is what the call holds, as the store counts it against
+	// MaxCallBytes and MaxTotalBytes (callBytes, utteranceBytes).
+	bytes int64
+	// tokens and refilled are the call's event rate bucket
+	// (MaxEventsPerSecond): tokens left as of refilled.
+	tokens   float64
+	refilled time.Time
 
 	// changed is closed at the next change a Snapshot can see, and at
 	// eviction. It is made by the first Snapshot that needs it, not at each
@@ -153,7 +202,19 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 	c := sh.calls[ev.CallID]
 	created := false
 	if c == nil {
-		c = &call{}
+		// The limits on calls held and bytes in all: a new call that
+		// would pass either is not made (its Checks find no call and
+		// refuse), so a flood of call ids cannot push out those held.
+		if s.n.Load() >= int64(s.limits.MaxCalls) {
+			sh.mu.Unlock()
+			return false, ReasonTooManyCalls
+		}
+		if s.bytes.Load()+callOverhead+int64(len(ev.CallID)) > s.limits.MaxTotalBytes {
+			sh.mu.Unlock()
+			return false, ReasonStoreFull
+		}
+		c = &call{bytes: callOverhead + int64(len(ev.CallID)), tokens: float64(s.burst()), refilled: meta.At}
+		s.bytes.Add(c.bytes)
 		// A copy for the key: the event's id may share a larger string
 		// (the fast decoder takes it from the subject).
 		sh.calls[strings.Clone(ev.CallID)] = c
@@ -163,6 +224,28 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 		if s.m != nil {
 			s.m.ActiveCalls.Inc()
 		}
+	}
+	reason := ""
+	if !c.takeToken(meta.At, float64(s.limits.MaxEventsPerSecond), float64(s.burst())) {
+		reason = ReasonRateLimited
+	} else if ev.Type == TypeTranscript && ev.Final &&
+		s.bytes.Load()+int64(unsafe.Sizeof(Utterance{}))+int64(len(ev.Text)+len(ev.Lang)+len(ev.ResponseID)+len(ev.Source)+len(ev.Speaker)) > s.limits.MaxTotalBytes {
+		reason = ReasonStoreFull
+	}
+	if reason != "" {
+		// Dropped by a limit: what it said may be the caller's latest
+		// words, so the call is uncertain until its agent speaks again.
+		c.lost = lostTo(reason, s.limits.explain(reason))
+		old := c.changed
+		c.changed = nil
+		sh.mu.Unlock()
+		if created {
+			s.notifyNewCall()
+		}
+		if old != nil {
+			close(old)
+		}
+		return false, reason
 	}
 	if reason := c.admit(&ev, meta.Replay); reason != "" {
 		var old chan struct{}
@@ -180,11 +263,16 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 		return false, reason
 	}
 	var old chan struct{}
-	if c.apply(&ev, meta, s.limits.MaxUtterances) && !created {
+	before, trimmed := c.bytes, 0
+	if c.apply(&ev, meta, s.limits.MaxUtterances, int64(s.limits.MaxCallBytes), &trimmed) && !created {
 		old = c.changed // nil when no one asked; the next Snapshot makes one
 		c.changed = nil
 	}
+	s.bytes.Add(c.bytes - before)
 	sh.mu.Unlock()
+	if trimmed > 0 && s.m != nil {
+		s.m.LimitHits.WithLabelValues(LimitCallBytes).Add(float64(trimmed))
+	}
 
 	// Count before waking anyone, so a woken waiter sees the metrics too.
 	s.events.inc(ti, si)
@@ -334,15 +422,34 @@ func (tr *seqTracker) missing() uint64 {
 	return 0
 }
 
+// takeToken takes one event from the call's rate bucket at now, refilled
+// at rate a second up to burst; false when it is empty. Time going back
+// (a replay's older timestamps) refills nothing.
+func (c *call) takeToken(now time.Time, rate, burst float64) bool {
+	if d := now.Sub(c.refilled); d > 0 {
+		c.tokens = min(burst, c.tokens+d.Seconds()*rate)
+		c.refilled = now
+	}
+	if c.tokens < 1 {
+		return false
+	}
+	c.tokens--
+	return true
+}
+
+// burst is how many events a call may send at once: two seconds' worth.
+func (s *Store) burst() int { return 2 * s.limits.MaxEventsPerSecond }
+
 // apply applies ev to the call and reports whether anything a Snapshot
-// shows changed.
-func (c *call) apply(ev *Event, meta Meta, maxUtts int) bool {
+// shows changed. It adds the utterances MaxCallBytes dropped to *trimmed.
+func (c *call) apply(ev *Event, meta Meta, maxUtts int, maxBytes int64, trimmed *int) bool {
 	now := meta.At
 	c.lastActive = now
 	switch ev.Type {
 	case TypeTranscript:
 		if ev.Final {
 			c.addFinal(ev, meta, maxUtts)
+			*trimmed += c.trim(maxBytes)
 			if ev.Speaker == Agent {
 				c.forgive()
 			}
@@ -446,11 +553,13 @@ func (c *call) addFinal(ev *Event, meta Meta, maxUtts int) {
 			return
 		}
 		// Drop the oldest.
+		c.bytes -= utteranceBytes(&c.utts[0])
 		copy(c.utts, c.utts[1:])
 		c.utts = c.utts[:len(c.utts)-1]
 		pos--
 	}
 	c.utts = slices.Insert(c.utts, pos, u)
+	c.bytes += utteranceBytes(&u)
 
 	if u.Lang != "" && latest {
 		// A late final carries older news: it does not override the
@@ -458,6 +567,19 @@ func (c *call) addFinal(ev *Event, meta Meta, maxUtts int) {
 		c.lang = u.Lang
 	}
 	c.clearInFlightFor(u.Speaker, streamOf(ev), u.Seq)
+}
+
+// trim drops the oldest utterances while the call holds more than
+// maxBytes (keeping the latest, which a Check judges), and returns how
+// many it dropped.
+func (c *call) trim(maxBytes int64) int {
+	n := 0
+	for c.bytes > maxBytes && len(c.utts) > 1 {
+		c.bytes -= utteranceBytes(&c.utts[0])
+		c.utts = slices.Delete(c.utts, 0, 1)
+		n++
+	}
+	return n
 }
 
 // before reports whether held belongs before u, an utterance with a source:
@@ -605,6 +727,7 @@ func (s *Store) evictLocked(sh *shard, callID string, c *call, cause string) {
 		close(c.changed) // waiters re-read and see Exists=false
 	}
 	s.n.Add(-1)
+	s.bytes.Add(-c.bytes)
 	if s.m != nil {
 		s.m.ActiveCalls.Dec()
 		s.m.CallsEvicted.WithLabelValues(cause).Inc()
@@ -629,39 +752,6 @@ func (s *Store) sweep(now time.Time) int {
 		sh.mu.Unlock()
 	}
 
-	excess := s.Len() - s.limits.MaxCalls
-	if excess <= 0 {
-		return evicted
-	}
-	type candidate struct {
-		id   string
-		c    *call
-		last time.Time
-	}
-	cands := make([]candidate, 0, s.Len())
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.RLock()
-		for id, c := range sh.calls {
-			cands = append(cands, candidate{id, c, c.lastActive})
-		}
-		sh.mu.RUnlock()
-	}
-	slices.SortFunc(cands, func(a, b candidate) int { return a.last.Compare(b.last) })
-	for _, cd := range cands {
-		if excess <= 0 {
-			break
-		}
-		sh := s.shardOf(cd.id)
-		sh.mu.Lock()
-		// Skip a call that was removed or was active since it was listed.
-		if sh.calls[cd.id] == cd.c && cd.c.lastActive.Equal(cd.last) {
-			s.evictLocked(sh, cd.id, cd.c, "capacity")
-			evicted++
-			excess--
-		}
-		sh.mu.Unlock()
-	}
 	return evicted
 }
 

@@ -263,7 +263,11 @@ func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
 	if err != nil {
 		return // reset under way, or not connected: try again
 	}
-	if info.NumPending == 0 && in.applied.Load() >= info.Delivered.Stream {
+	// Nothing pending, and everything delivered applied. A consumer that
+	// has delivered nothing at all (a restart after the stream's events
+	// aged past the rebuild window: it starts at the stream's end, and
+	// Delivered.Stream names that end) has nothing to apply either.
+	if info.NumPending == 0 && (in.applied.Load() >= info.Delivered.Stream || info.Delivered.Consumer == 0) {
 		in.markCaughtUp()
 	}
 }
@@ -283,9 +287,9 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 	seq := meta.Sequence.Stream
 	ev, err := Decode(in.prefix, msg.Subject(), msg.Data(), in.limits)
 	if err != nil {
-		rejected(in.log, in.m, msg.Subject(), msg.Data(), err, zap.Uint64("stream_seq", seq))
+		rejected(in.log, in.m, in.store, in.prefix, msg.Subject(), msg.Data(), err, zap.Uint64("stream_seq", seq))
 	} else if ok, reason := in.store.ApplyMeta(ev, Meta{At: meta.Timestamp, StreamSeq: seq, Replay: seq <= in.replayUntil.Load()}); !ok {
-		dropped(in.log, in.m, ev, reason, zap.Uint64("stream_seq", seq))
+		dropped(in.log, in.m, in.store, ev, reason, zap.Uint64("stream_seq", seq))
 	}
 	in.lastStored.Store(meta.Timestamp.UnixNano())
 	in.pending.Store(meta.NumPending)

@@ -105,3 +105,23 @@ func TestStreamCatchUpAndRebuild(t *testing.T) {
 	}
 	waitUntil(t, "caught up again after a resync with nothing new", in2.CaughtUp)
 }
+
+// TestStreamCatchUpAfterTheRebuildWindow: a replica restarted when every
+// event of the stream is older than its rebuild window has nothing to
+// replay, and is caught up at once (it used to wait for ever: its
+// consumer starts at the stream's end and delivers nothing).
+func TestStreamCatchUpAfterTheRebuildWindow(t *testing.T) {
+	js, _ := jetStreamOn(t)
+	for i := range 5 {
+		publishEvent(t, js, sourced("old", Caller, "stt", 1, uint64(i+1), "words"), "")
+	}
+	in := NewStreamIngester(js, "YG_TRANSCRIPT", testPrefix, NewStore(Limits{}, nil), Limits{}, nil, NewMetrics(nil),
+		StreamOptions{Rebuild: time.Nanosecond}) // every event published above is older
+	if err := in.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Stop() })
+	waitUntil(t, "caught up with nothing to replay", in.CaughtUp)
+	publishEvent(t, js, sourced("new", Caller, "stt", 1, 1, "yes"), "")
+	waitUntil(t, "a new event applied", func() bool { return in.Applied() == 6 })
+}

@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/yesguard/yesguard/auth"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/server/servertest"
 )
 
 // completeOnly answers Complete for a pipeline token, as the service will.
@@ -69,5 +74,86 @@ func TestClientCommandsSendTheToken(t *testing.T) {
 	r = runCmd(t, map[string]string{"YESGUARD_TOKEN": token}, "complete", "d1", "--grpc-addr", "192.0.2.1:50051")
 	if r.code == exitOK || !strings.Contains(r.stderr, "refusing to send the bearer token in plaintext") || strings.Contains(r.stderr, token) {
 		t.Fatalf("plaintext to a remote guard: exit %d, stderr %s", r.code, r.stderr)
+	}
+}
+
+// TestServeReloadsTokensOnSIGHUP runs serve with --grpc-tokens, rewrites
+// the token file, and sends this process (where serve runs) a real SIGHUP:
+// the revoked token is refused and the new one accepted, through the
+// client commands.
+func TestServeReloadsTokensOnSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tokens.yaml")
+	old, next := auth.NewToken(), auth.NewToken()
+	write := func(name, token string) {
+		if err := os.WriteFile(path, []byte("tokens:\n"+auth.TokenEntry(name, token, []auth.Role{auth.RoleAuditor})), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("audit-1", old)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr servertest.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runEnv(ctx, []string{"serve", "--grpc-addr=127.0.0.1:0", "--http-addr=", "--nats-listen=127.0.0.1:0",
+			"--data-dir=" + filepath.Join(dir, "data"), "--decision-log=" + filepath.Join(dir, "decisions.log"), "--grpc-tokens=" + path},
+			&env{stdout: io.Discard, stderr: &stderr, lookupEnv: mapEnv(nil)})
+	}()
+	addr := waitListening(t, &stderr, done)
+
+	list := func(token string) result {
+		return runCmd(t, map[string]string{"YESGUARD_GRPC_ADDR": addr, "YESGUARD_TOKEN": token}, "decisions", "call-x")
+	}
+	if r := list(old); strings.Contains(r.stderr, "Unauthenticated") {
+		t.Fatalf("the first token refused: %s", r.stderr)
+	}
+	write("audit-2", next)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), `"msg":"gRPC tokens reloaded"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload after SIGHUP:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := list(old); !strings.Contains(r.stderr, "Unauthenticated") {
+		t.Errorf("the revoked token after SIGHUP: exit %d, %s; want Unauthenticated", r.code, r.stderr)
+	}
+	if r := list(next); strings.Contains(r.stderr, "Unauthenticated") || strings.Contains(r.stderr, "PermissionDenied") {
+		t.Errorf("the new token after SIGHUP: %s", r.stderr)
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("serve exited %d:\n%s", code, stderr.String())
+	}
+}
+
+// waitListening waits for serve's "yesguard listening" line and returns
+// its gRPC address.
+func waitListening(t *testing.T, stderr *servertest.Buffer, done <-chan int) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(line, `"msg":"yesguard listening"`) {
+				var l struct{ GRPC string }
+				if err := json.Unmarshal([]byte(line), &l); err != nil {
+					t.Fatal(err)
+				}
+				return l.GRPC
+			}
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d:\n%s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/yesguard/yesguard/internal/natstest"
 	"github.com/yesguard/yesguard/probe"
 	"github.com/yesguard/yesguard/server"
 	"github.com/yesguard/yesguard/server/servertest"
@@ -87,9 +88,11 @@ func next(t *testing.T, ch <-chan transcript.Event) transcript.Event {
 }
 
 func TestSay(t *testing.T) {
-	srv := startGuard(t, "")
-	events := subscribe(t, srv.NATSURL())
-	vars := guardEnv(srv)
+	// Its own NATS server: on the guard's embedded one nobody but the
+	// guard may read transcripts (TestEmbeddedNATSPermissions).
+	ns := natstest.JetStream(t)
+	events := subscribe(t, ns.ClientURL())
+	vars := map[string]string{"YESGUARD_NATS_URL": ns.ClientURL()}
 
 	runCmd(t, vars, "say", "call-1", "agent", "Shall I submit your appeal?", "--response-id", "r1").
 		expect(t, exitOK, `call-1: agent "Shall I submit your appeal?" (final, seq `, "yesguard.transcript.call-1")

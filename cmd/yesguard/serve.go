@@ -25,6 +25,12 @@ var serveFlags = []string{
 	"subject-prefix", "decision-log", "log-level", "shutdown-timeout",
 	"state", "data-dir", "js-replicas", "transcript-retention", "transcript-max-bytes", "duplicate-window",
 	"decision-retention", "decision-max-bytes", "decisions-per-call",
+	"max-text-bytes", "max-lang-bytes", "max-response-id-bytes", "max-source-bytes", "max-utterances",
+	"max-call-bytes", "max-total-bytes", "max-events-per-second", "max-calls", "idle-ttl", "ended-ttl",
+	"grpc-tokens", "grpc-tls-cert", "grpc-tls-key", "grpc-client-ca", "grpc-reflection", "grpc-health",
+	"nats-pipeline-password-file", "nats-pipeline-nkey",
+	"nats-creds", "nats-nkey", "nats-token-file", "nats-user", "nats-password-file", "nats-tls-ca", "nats-tls-cert", "nats-tls-key",
+	"redact-drop", "redact-hash", "redact-key-file", "redact-digits",
 }
 
 // parseServeFlags maps serve's flags, then the environment, onto a
@@ -36,7 +42,9 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: yesguard [serve] [flags]\n\nRuns the guard. Flags:\n")
 		fs.PrintDefaults()
-		fmt.Fprintf(fs.Output(), "\nSIGHUP reloads the policy and the locales. Run 'yesguard help' for the other commands.\n")
+		fmt.Fprintf(fs.Output(), "\nSIGHUP reloads the policy, the locales, the token file and the gRPC TLS files.\n"+
+			"%s is the embedded NATS pipeline user's password (no flag: ps shows command lines).\n"+
+			"docs/security.md says what each security flag stops. Run 'yesguard help' for the other commands.\n", auth.PipelinePasswordEnv)
 	}
 	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "`host:port` of the gRPC Guard, health and reflection services")
 	fs.StringVar(&cfg.NATSURL, "nats-url", cfg.NATSURL, "NATS server `URL`s (comma-separated) carrying the transcripts; empty starts an embedded server")
@@ -57,6 +65,44 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	fs.DurationVar(&cfg.DecisionRetention, "decision-retention", cfg.DecisionRetention, "how long the decision stream keeps records")
 	fs.Int64Var(&cfg.DecisionMaxBytes, "decision-max-bytes", cfg.DecisionMaxBytes, "bound on the decision stream's size")
 	fs.IntVar(&cfg.DecisionsPerCall, "decisions-per-call", cfg.DecisionsPerCall, "records the decision stream keeps per call")
+
+	// Limits (transcript.Limits): each hit is counted and logged.
+	l := &cfg.Limits
+	fs.IntVar(&l.MaxTextBytes, "max-text-bytes", l.MaxTextBytes, "an event's text: longer is rejected")
+	fs.IntVar(&l.MaxLangBytes, "max-lang-bytes", l.MaxLangBytes, "an event's lang: longer is rejected")
+	fs.IntVar(&l.MaxResponseIDBytes, "max-response-id-bytes", l.MaxResponseIDBytes, "an event's response_id: longer is rejected")
+	fs.IntVar(&l.MaxSourceBytes, "max-source-bytes", l.MaxSourceBytes, "an event's source: longer is rejected")
+	fs.IntVar(&l.MaxUtterances, "max-utterances", l.MaxUtterances, "final utterances kept per call, the oldest dropped first")
+	fs.IntVar(&l.MaxCallBytes, "max-call-bytes", l.MaxCallBytes, "bytes one call's history holds, the oldest utterances dropped first")
+	fs.Int64Var(&l.MaxTotalBytes, "max-total-bytes", l.MaxTotalBytes, "bytes every call together holds: an event above it is rejected")
+	fs.IntVar(&l.MaxEventsPerSecond, "max-events-per-second", l.MaxEventsPerSecond, "events a call may send a second (twice as many at once): more are rejected")
+	fs.IntVar(&l.MaxCalls, "max-calls", l.MaxCalls, "calls held: a new call's events above it are rejected")
+	fs.DurationVar(&l.IdleTTL, "idle-ttl", l.IdleTTL, "a call with no event for this long is forgotten")
+	fs.DurationVar(&l.EndedTTL, "ended-ttl", l.EndedTTL, "a call is forgotten this long after its call_ended")
+
+	// Security (docs/security.md).
+	fs.StringVar(&cfg.GRPCTokens, "grpc-tokens", "", "bearer token `file` (hashes and roles; make entries with 'yesguard token'); reloaded on SIGHUP. Empty: every method open")
+	fs.StringVar(&cfg.GRPCTLSCert, "grpc-tls-cert", "", "gRPC TLS certificate chain PEM `file` (with --grpc-tls-key); reloaded on SIGHUP")
+	fs.StringVar(&cfg.GRPCTLSKey, "grpc-tls-key", "", "gRPC TLS private key PEM `file`")
+	fs.StringVar(&cfg.GRPCClientCA, "grpc-client-ca", "", "CA PEM `file`: every gRPC client must present a certificate it signed (mutual TLS)")
+	reflection, healthSvc := !cfg.NoGRPCReflection, !cfg.NoGRPCHealth
+	fs.BoolVar(&reflection, "grpc-reflection", reflection, "serve gRPC server reflection (with tokens: to any valid token)")
+	fs.BoolVar(&healthSvc, "grpc-health", healthSvc, "serve the gRPC health service (open: it says only SERVING or NOT_SERVING; the image's HEALTHCHECK uses it)")
+	fs.StringVar(&cfg.NATSPipelinePasswordFile, "nats-pipeline-password-file", "", "`file` whose first line is the embedded NATS pipeline user's password (or its bcrypt hash); or set "+auth.PipelinePasswordEnv)
+	fs.StringVar(&cfg.NATSPipelineNkey, "nats-pipeline-nkey", "", "the embedded NATS pipeline user's public nkey (U...); the pipeline keeps the seed")
+	n := &cfg.NATSAuth
+	fs.StringVar(&n.CredsFile, "nats-creds", "", "external NATS: the guard's .creds `file` (user JWT and seed)")
+	fs.StringVar(&n.NkeySeedFile, "nats-nkey", "", "external NATS: `file` holding the guard's nkey seed")
+	fs.StringVar(&n.TokenFile, "nats-token-file", "", "external NATS: `file` holding a server token")
+	fs.StringVar(&n.User, "nats-user", "", "external NATS: the guard's `user` (with --nats-password-file)")
+	fs.StringVar(&n.PasswordFile, "nats-password-file", "", "external NATS: `file` holding the user's password")
+	fs.StringVar(&n.TLSCA, "nats-tls-ca", "", "external NATS: CA PEM `file` that verifies the server")
+	fs.StringVar(&n.TLSCert, "nats-tls-cert", "", "external NATS: client certificate PEM `file`")
+	fs.StringVar(&n.TLSKey, "nats-tls-key", "", "external NATS: client key PEM `file`")
+	fs.StringVar(&cfg.RedactDrop, "redact-drop", "", "comma-separated dotted `paths` of argument fields dropped from the decision records (log, stream, ListDecisions)")
+	fs.StringVar(&cfg.RedactHash, "redact-hash", "", "comma-separated dotted `paths` of argument fields replaced by a keyed hash in the decision records")
+	fs.StringVar(&cfg.RedactKeyFile, "redact-key-file", "", "`file` of the --redact-hash key (at least 32 bytes; replicas share it)")
+	fs.IntVar(&cfg.RedactDigits, "redact-digits", 0, "mask every run of at least this many `digits` in the records' speech (0: none)")
 	bindEnv(fs, serveFlags...)
 
 	if err := fs.Parse(args); err != nil {
@@ -67,6 +113,12 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	}
 	if err := applyEnv(fs, lookupEnv, serveFlags...); err != nil {
 		return cfg, err
+	}
+	cfg.NoGRPCReflection, cfg.NoGRPCHealth = !reflection, !healthSvc
+	// The pipeline's password comes from the environment only: there is
+	// no flag, as a command line is visible to every user of the host.
+	if pw, ok := lookupEnv(auth.PipelinePasswordEnv); ok {
+		cfg.NATSPipelinePassword = pw
 	}
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -133,9 +185,9 @@ loop:
 			log.Info("shutting down")
 			break loop
 		case <-hup:
-			// Reload logs its success; a failure keeps the old rules.
+			// Reload logs each success; what failed keeps what it had.
 			if err := srv.Reload(); err != nil {
-				log.Error("reload failed; the old policy and locales stay", zap.Error(err))
+				log.Error("reload failed; what failed keeps what it had", zap.Error(err))
 			}
 		case err := <-srv.Err():
 			log.Error("server failed; shutting down", zap.Error(err))
