@@ -221,7 +221,10 @@ func TestE2EBuyerProbes(t *testing.T) {
 // A transcript that lands 850 ms after the Check (default wait 900 ms) is
 // judged on that transcript, not on the caller's previous line.
 func TestE2ETranscriptRacesTheCheck(t *testing.T) {
-	e := startE2E(t)
+	// The wait is wide (3 s) so that a loaded machine cannot end it before
+	// the yes lands; the yes lands 600 ms into the Check, as a real
+	// transcript lags a tool call.
+	e := startE2E(t, withPolicy("defaults:\n  wait: 3s\n"))
 	e.say("race", transcript.Caller, "I'd like to appeal the decision.")
 	e.say("race", transcript.Agent, "Shall I submit the appeal now?")
 	got := make(chan *yesguardv1.CheckResponse, 1)
@@ -232,7 +235,14 @@ func TestE2ETranscriptRacesTheCheck(t *testing.T) {
 		}
 		got <- resp
 	}()
-	time.Sleep(850 * time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for testutil.ToFloat64(gaugeOf(t, e.reg, "yesguard_guard_checks_in_flight")) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the check never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(600 * time.Millisecond) // the transcript lags the tool call
 	e.say("race", transcript.Caller, "Yes, go ahead.")
 	resp := <-got
 	if resp.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW || resp.GetEvidence().GetAnswer().GetText() != "Yes, go ahead." {
