@@ -52,5 +52,6 @@
 // A Verifier checks tokens with a KeySource: the guard's own KeySet, a JWKS
 // document (ParseJWKS) or a JWKS URL (RemoteJWKS). A Ledger over a
 // JetStream KV bucket redeems a verified approval exactly once across
-// replicas.
+// replicas; a MemoryLedger does the same within one process (a guard whose
+// state is in memory). Both are Redeemers.
 package approval

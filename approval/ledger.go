@@ -113,6 +113,22 @@ func (o *LedgerOptions) setDefaults() {
 	timingDefaults(&o.MaxTTL, &o.Skew, &o.Now)
 }
 
+// redeemTTL is how long a redeemed entry for c must stay, whole seconds
+// (the server's TTLs are): past every verifier's acceptance of the token.
+// An expired token is ErrExpired; one living longer than MaxTTL allows is
+// ErrMalformed (only a verifier allowing longer tokens lets one through,
+// and the bucket's max age could drop its entry early).
+func (o *LedgerOptions) redeemTTL(c *Claims) (time.Duration, error) {
+	ttl := c.ExpiresAt.Add(o.Skew + ledgerMargin).Sub(o.Now())
+	if ttl <= ledgerMargin {
+		return 0, fmt.Errorf("%w: at %s", ErrExpired, c.ExpiresAt.Format(time.RFC3339))
+	}
+	if ttl > o.retain() {
+		return 0, fmt.Errorf("%w: expires %s, later than this ledger's MaxTTL allows", ErrMalformed, c.ExpiresAt.Format(time.RFC3339))
+	}
+	return (ttl + time.Second - 1).Truncate(time.Second), nil
+}
+
 // retain is how long any entry must stay: past the expiry of the longest
 // token a verifier accepts when it is written (issued up to Skew ahead of
 // this clock, valid MaxTTL, accepted Skew past its expiry).
@@ -155,10 +171,18 @@ func jetstreamKeyPrefixValid(p string) bool {
 func (l *Ledger) Key(decisionID string) string { return l.opts.Prefix + decisionID }
 
 func (l *Ledger) key(decisionID string) (string, error) {
-	if err := checkDecisionID(decisionID); err != nil {
-		return "", fmt.Errorf("approval ledger: decision id: %w", err)
+	if err := checkLedgerID(decisionID); err != nil {
+		return "", err
 	}
 	return l.Key(decisionID), nil
+}
+
+// checkLedgerID refuses a decision id no ledger entry may have.
+func checkLedgerID(decisionID string) error {
+	if err := checkDecisionID(decisionID); err != nil {
+		return fmt.Errorf("approval ledger: decision id: %w", err)
+	}
+	return nil
 }
 
 func (l *Ledger) value(state string, exp time.Time) []byte {
@@ -179,17 +203,10 @@ func (l *Ledger) Redeem(ctx context.Context, c *Claims) error {
 	if err != nil {
 		return err
 	}
-	// The entry must outlive every verifier's acceptance of the token.
-	ttl := c.ExpiresAt.Add(l.opts.Skew + ledgerMargin).Sub(l.opts.Now())
-	if ttl <= ledgerMargin {
-		return fmt.Errorf("%w: at %s", ErrExpired, c.ExpiresAt.Format(time.RFC3339))
+	ttl, err := l.opts.redeemTTL(c)
+	if err != nil {
+		return err
 	}
-	if ttl > l.retain {
-		// Only a verifier allowing longer tokens than this ledger's MaxTTL
-		// lets one through; the bucket's max age could drop its entry early.
-		return fmt.Errorf("%w: expires %s, later than this ledger's MaxTTL allows", ErrMalformed, c.ExpiresAt.Format(time.RFC3339))
-	}
-	ttl = (ttl + time.Second - 1).Truncate(time.Second) // the server's TTLs are whole seconds
 	_, err = l.kv.Create(ctx, key, l.value(stateRedeemed, c.ExpiresAt), jetstream.KeyTTL(ttl))
 	switch {
 	case err == nil:
