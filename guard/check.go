@@ -292,6 +292,7 @@ func (c *check) decide(ctx context.Context) {
 		switch v {
 		case dedupe.OK:
 			c.set(yesguardv1.Outcome_OUTCOME_ALLOW, verdict.reason)
+			c.v.ApprovalTTL = c.rs.policy.ApprovalTTLFor(c.req.Tool)
 			if verdict.turnID != 0 {
 				c.v.Turn = c.v.Evidence.GetAnswer()
 			}
