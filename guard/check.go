@@ -164,7 +164,7 @@ func (c *check) refuse(reason yesguardv1.Reason, ev *yesguardv1.Evidence) {
 // bookFailed refuses because the book did not answer.
 func (c *check) bookFailed(err error) {
 	c.g.cfg.Logger.Warn("dedupe book did not answer; refusing", zap.Error(err), zap.String("decision_id", c.v.DecisionID))
-	c.refuse(yesguardv1.Reason_REASON_INTERNAL, &yesguardv1.Evidence{Detail: "the shared decision state did not answer: " + clip(err.Error(), 160)})
+	c.refuse(yesguardv1.Reason_REASON_INTERNAL, &yesguardv1.Evidence{Detail: "the shared decision state did not answer: " + Clip(err.Error(), 160)})
 }
 
 // feedRefusal refuses when the transcript feed cannot vouch for the
@@ -254,7 +254,7 @@ func (c *check) decide(ctx context.Context) {
 				// Before an ALLOW: every word published before this Check
 				// must be in; if the call changed meanwhile, judge again.
 				if err := c.settle(ctx); err != nil {
-					c.gap("the guard could not confirm it holds every event of the call: " + clip(err.Error(), 160))
+					c.gap("the guard could not confirm it holds every event of the call: " + Clip(err.Error(), 160))
 					return
 				}
 				next, _ := c.look()

@@ -88,7 +88,7 @@ func (c *check) judge(v view) (j judgement) {
 	if lastCaller != len(turns)-1 {
 		agent := turns[len(turns)-1]
 		return refuse(yesguardv1.Reason_REASON_AGENT_SPOKE_AFTER,
-			fmt.Sprintf("the agent said %q after the caller's last words", clip(agent.Text, 120)))
+			fmt.Sprintf("the agent said %q after the caller's last words", Clip(agent.Text, 120)))
 	}
 	if to := c.req.GetRespondingToMs(); to > 0 && answer.HasTimes && answer.EndMS < to {
 		return refuse(yesguardv1.Reason_REASON_NO_ANSWER,
@@ -167,7 +167,7 @@ func (c *check) judge(v view) (j judgement) {
 				return refuse(yesguardv1.Reason_REASON_NO_QUESTION, fmt.Sprintf("the agent's question %q asks for a detail, a choice or a fact (%q), not for a yes to act on", q.Sentence.Raw, m.Text))
 			}
 		}
-		return refuse(yesguardv1.Reason_REASON_NO_QUESTION, fmt.Sprintf("the agent's turn %q asks nothing", clip(qTurn.Text, 160)))
+		return refuse(yesguardv1.Reason_REASON_NO_QUESTION, fmt.Sprintf("the agent's turn %q asks nothing", Clip(qTurn.Text, 160)))
 	}
 	if ans.NotPlain || (!ans.Affirmative && !ans.Verb) {
 		return refuse(yesguardv1.Reason_REASON_NOT_PLAIN, ans.Detail)
@@ -262,7 +262,7 @@ func (c *check) bindStated(loc *patterns.Locale, t patterns.Text) (string, bool)
 		}
 		s, isStr := v.GetKind().(*structpb.Value_StringValue)
 		if !isStr || !loc.ContainsValue(t, s.StringValue) {
-			return fmt.Sprintf("%s = %s", name, clip(valueString(v), 80)), false
+			return fmt.Sprintf("%s = %s", name, Clip(valueString(v), 80)), false
 		}
 	}
 	return "", true
@@ -401,7 +401,9 @@ func appendMatches(dst []*yesguardv1.Match, ms []patterns.Match) []*yesguardv1.M
 	return dst
 }
 
-func clip(s string, n int) string {
+// Clip cuts s to at most n bytes, on a UTF-8 boundary, marking the cut
+// with "…": for details quoted from outside input.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -413,4 +415,4 @@ func clip(s string, n int) string {
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-func strconvQuote(s string) string { return strconv.Quote(clip(s, 160)) }
+func strconvQuote(s string) string { return strconv.Quote(Clip(s, 160)) }

@@ -82,6 +82,8 @@ var (
 		"Guard calls (Check, Complete, ListDecisions) answered with an error instead of a result, by gRPC code.", "code")
 	Completions = series(Counter, "guard", "completions_total",
 		"Complete calls by result: ok, failed, or unknown (no such allowed decision).", "result")
+	Redeems = series(Counter, "guard", "redeems_total",
+		"Redeem calls by reason: redeemed (execute the action), already_redeemed, approval_expired, approval_mismatch, approval_invalid, or internal (the redeem ledger did not answer).", "reason")
 	DedupeHits = series(Counter, "dedupe", "hits_total",
 		"Repeats caught, by kind: duplicate (the same action again), evidence (a caller turn already used), quantity (the same item again).", "kind")
 
@@ -128,7 +130,7 @@ var (
 
 // catalogue lists every series, in the order of the operations guide.
 var catalogue = []Series{
-	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions,
+	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions, Redeems,
 	DecisionLogDropped, DecisionLogWritten,
 	Events, EventsRejected, ActiveCalls, CallsEvicted, TranscriptCaughtUp, TranscriptPending,
 	DecisionsQueued, DecisionsDropped,
