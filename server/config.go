@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/transcript"
 )
 
@@ -76,6 +77,9 @@ func DefaultDataDir() string {
 //	DecisionRetention   decision_retention
 //	DecisionMaxBytes    decision_max_bytes
 //	DecisionsPerCall    decisions_per_call
+//	ApprovalKeyFiles    approval_key_file (repeatable)
+//	ApprovalKeyDir      approval_key_dir
+//	ApprovalIssuer      approval_issuer
 //	Limits          limits.<field> (no flags yet)
 type Config struct {
 	// GRPCAddr is the host:port the Guard service, the gRPC health service
@@ -141,6 +145,16 @@ type Config struct {
 	DecisionRetention time.Duration
 	DecisionMaxBytes  int64
 	DecisionsPerCall  int
+	// ApprovalKeyFiles and ApprovalKeyDir are the keys that sign the
+	// approval of every ALLOW (docs/approvals.md, Keys): each file, and
+	// every *.pem of the directory (a mounted secret), read again on
+	// Reload. Both empty: the data directory's keys/ folder, where the
+	// first start generates a key. Replicas must share their keys.
+	ApprovalKeyFiles []string
+	ApprovalKeyDir   string
+	// ApprovalIssuer is the approvals' "iss" claim, which verifiers
+	// expect. Default approval.DefaultIssuer ("yesguard").
+	ApprovalIssuer string
 	// TranscriptMaxLag: while events are pending on the transcript stream
 	// and the last one applied was stored longer ago than this, Checks
 	// refuse (REASON_TRANSCRIPT_GAP). Default 1s. (No flag: tests and
@@ -205,6 +219,9 @@ func (c *Config) SetDefaults() {
 	if c.DecisionsPerCall == 0 {
 		c.DecisionsPerCall = DefaultDecisionsPerCall
 	}
+	if c.ApprovalIssuer == "" {
+		c.ApprovalIssuer = approval.DefaultIssuer
+	}
 }
 
 // Validate reports every problem at once, each naming its field's key. It
@@ -252,6 +269,14 @@ func (c *Config) Validate() error {
 	case StateMemory:
 	default:
 		bad("state", fmt.Errorf("%q is not jetstream or memory", c.State))
+	}
+	if strings.TrimSpace(c.ApprovalIssuer) != c.ApprovalIssuer || len(c.ApprovalIssuer) > 256 || strings.IndexFunc(c.ApprovalIssuer, unicode.IsControl) >= 0 {
+		bad("approval_issuer", fmt.Errorf("%q: at most 256 characters, no control characters or surrounding spaces", c.ApprovalIssuer))
+	}
+	for i, f := range c.ApprovalKeyFiles {
+		if strings.TrimSpace(f) == "" {
+			bad(fmt.Sprintf("approval_key_file[%d]", i), errors.New("empty path"))
+		}
 	}
 	if c.JSReplicas != 1 && c.JSReplicas != 3 && c.JSReplicas != 5 {
 		bad("js_replicas", fmt.Errorf("%d: want 1, 3 or 5", c.JSReplicas))

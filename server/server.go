@@ -2,15 +2,19 @@
 // transcript feed (NATS, embedded or external), the engine (guard) and its
 // gRPC service, the dedupe book, the decision store and the decision log
 // behind one gRPC listener and one HTTP listener, and owns their
-// lifecycle. With the JetStream state (the default) the book, the store
-// and the transcript live in JetStream, shared by every replica on the
-// NATS; with the memory state, in this process. The yesguard command only
-// parses flags into a Config and runs a Server; tests run one in-process
-// on 127.0.0.1:0.
+// lifecycle. With the JetStream state (the default) the book, the store,
+// the approvals' redeem ledger and the transcript live in JetStream,
+// shared by every replica on the NATS; with the memory state, in this
+// process. The approval keys come from files (or the data directory,
+// where the first start generates one); the HTTP listener publishes their
+// public half at /.well-known/jwks.json, and Reload (SIGHUP) rotates them.
+// The yesguard command only parses flags into a Config and runs a Server;
+// tests run one in-process on 127.0.0.1:0.
 //
 // Rules that hold:
-//   - A bad config, policy or locale stops New with an error naming the
-//     field; nothing is listening yet.
+//   - A bad config, policy, locale or approval key (none that signs now
+//     included) stops New with an error naming the field; nothing is
+//     listening yet.
 //   - Stop is bounded by its context and by Config.ShutdownTimeout, runs
 //     once, and tears down in order: health NOT_SERVING, gRPC graceful stop
 //     (in-flight Checks finish), HTTP shutdown, transcript ingester, the
@@ -48,6 +52,7 @@ import (
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/decisionlog"
 	"github.com/yesguard/yesguard/decisions"
@@ -153,8 +158,12 @@ type Server struct {
 	js         *jsState          // state jetstream only
 	guard      *guard.Guard
 	service    *service.Service
+	approvals  *approvals
 	dlog       *decisionlog.Logger // nil when the sink came from WithDecisionSink
 	timeline   *timeline.Handler
+
+	// replica names this process in its records and ledger entries.
+	replica string
 
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
@@ -247,6 +256,10 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		s.js.registerMetrics(reg)
 		s.book, s.records = stateBook{s.js}, stateStore{s.js}
 	}
+	s.replica = replicaName()
+	if err := s.newApprovals(); err != nil {
+		return nil, err
+	}
 
 	sink := o.sink
 	if sink == nil {
@@ -278,7 +291,8 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		Book:       s.book,
 		Store:      s.records,
 		Sink:       sink,
-		Replica:    replicaName(),
+		Replica:    s.replica,
+		Approvals:  s.approvals.svc,
 		Registerer: reg,
 		Logger:     s.log.Named("service"),
 	})
@@ -317,18 +331,33 @@ func loadRules(cfg *Config) (*guard.Policy, *patterns.Set, error) {
 	return policy, locales, errors.Join(errs...)
 }
 
-// Reload re-reads the policy and the locales and swaps them into the guard;
-// Checks under way finish with the rules they started with. On error the
-// old rules stay.
+// Reload re-reads the policy and the locales and swaps them into the guard
+// (Checks under way finish with the rules they started with), and re-reads
+// the approval keys (a rotation). Each part that fails keeps what it had;
+// the error names every part that failed.
 func (s *Server) Reload() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	policy, locales, err := loadRules(&s.cfg)
-	if err != nil {
+	var errs []error
+	if err := s.reloadRules(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.reloadApprovalKeys(); err != nil {
+		errs = append(errs, fmt.Errorf("the old approval keys stay: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
-	if err := s.guard.Reload(policy, locales); err != nil {
-		return fmt.Errorf("reload: %w", err)
+	return nil
+}
+
+func (s *Server) reloadRules() error {
+	policy, locales, err := loadRules(&s.cfg)
+	if err == nil {
+		err = s.guard.Reload(policy, locales)
+	}
+	if err != nil {
+		return fmt.Errorf("the old policy and locales stay: %w", err)
 	}
 	warnSharedObjects(s.log, policy)
 	s.log.Info("policy and locales reloaded",
@@ -412,10 +441,17 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("grpc_addr: %w", err)
 	}
-	s.grpc = grpc.NewServer(append([]grpc.ServerOption{
+	// Without a token file every role is granted (the loopback default);
+	// the interceptors still put the caller's Identity in the context,
+	// which the service's own role checks (auth.RequireRole) need.
+	authz, err := auth.NewAuthorizer(auth.AuthorizerConfig{Methods: auth.DefaultMethods(auth.MethodOptions{Reflection: true}), Logger: s.log.Named("auth")})
+	if err != nil {
+		return err
+	}
+	s.grpc = grpc.NewServer(append(append(authz.ServerOptions(),
 		grpc.ChainUnaryInterceptor(s.recoverUnary),
 		grpc.ChainStreamInterceptor(s.recoverStream),
-	}, s.grpcOpts...)...)
+	), s.grpcOpts...)...)
 	yesguardv1.RegisterGuardServer(s.grpc, s.service)
 	healthgrpc.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -514,6 +550,8 @@ func (s *Server) httpHandler() http.Handler {
 			_, _ = w.Write([]byte("ok\n"))
 		}
 	})
+	// The approvals' public keys, for backends to verify offline.
+	mux.Handle(approval.JWKSPath, approval.JWKSHandler(s.approvals.keys, 0))
 	mux.Handle(timeline.Path, s.timeline)
 	mux.Handle(timeline.Path+"/", s.timeline)
 	return mux
