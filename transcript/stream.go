@@ -263,7 +263,10 @@ func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
 	if err != nil {
 		return // reset under way, or not connected: try again
 	}
-	if info.NumPending == 0 && in.applied.Load() >= info.Delivered.Stream {
+	// Nothing delivered and nothing pending (a start whose replay window
+	// holds no message) is caught up too: Delivered.Stream then names the
+	// stream's last sequence, which this consumer will never deliver.
+	if info.NumPending == 0 && (info.Delivered.Consumer == 0 || in.applied.Load() >= info.Delivered.Stream) {
 		in.markCaughtUp()
 	}
 }

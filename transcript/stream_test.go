@@ -105,3 +105,29 @@ func TestStreamCatchUpAndRebuild(t *testing.T) {
 	}
 	waitUntil(t, "caught up again after a resync with nothing new", in2.CaughtUp)
 }
+
+// A start after every message of the stream is older than the replay
+// (a guard restarted the next day): nothing is delivered, and the
+// ingester is caught up at once instead of waiting for the stream's last
+// sequence forever.
+func TestStreamCatchUpWithNothingToReplay(t *testing.T) {
+	js, _ := jetStreamOn(t)
+	for i := range 5 {
+		publishEvent(t, js, sourced("old", Caller, "stt", 1, uint64(i+1), "words"), "")
+	}
+	in := NewStreamIngester(js, "YG_TRANSCRIPT", testPrefix, NewStore(Limits{}, nil), Limits{}, nil, NewMetrics(nil), StreamOptions{Rebuild: time.Nanosecond})
+	if err := in.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := in.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	waitUntil(t, "caught up with nothing to replay", in.CaughtUp)
+	if in.Applied() != 0 {
+		t.Errorf("applied %d messages older than the replay", in.Applied())
+	}
+	publishEvent(t, js, sourced("new", Caller, "stt", 1, 1, "words"), "")
+	waitUntil(t, "a live event applied", func() bool { return in.Applied() == 6 })
+}
