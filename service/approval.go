@@ -73,27 +73,52 @@ func (s *Service) issue(ctx context.Context, req *yesguardv1.CheckRequest, argsH
 // completeAuthority checks the approval a Complete carries, if any: it
 // must be a token this guard signed, valid or merely expired (the action
 // may finish after its approval's life), for the decision being
-// completed. It returns the decision id: the request's, or the
-// approval's when the request names none.
-func (s *Service) completeAuthority(req *yesguardv1.CompleteRequest) (string, error) {
+// completed. It returns the decision id (the request's, or the
+// approval's when the request names none) and the approval's claims (nil
+// without one).
+func (s *Service) completeAuthority(req *yesguardv1.CompleteRequest) (string, *approval.Claims, error) {
 	id, token := req.GetDecisionId(), req.GetApproval()
 	if token == "" {
 		if err := validateID("decision_id", id, true); err != nil {
-			return "", s.invalid(fmt.Errorf("%w: the decision_id of the ALLOW whose result this is", err))
+			return "", nil, s.invalid(fmt.Errorf("%w: the decision_id of the ALLOW whose result this is", err))
 		}
-		return id, nil
+		return id, nil, nil
 	}
 	if s.cfg.Approvals == nil {
-		return "", s.refusedComplete(codes.FailedPrecondition, "approval: this guard issues no approvals; complete by decision_id")
+		return "", nil, s.refusedComplete(codes.FailedPrecondition, "approval: this guard issues no approvals; complete by decision_id")
 	}
 	c, err := s.cfg.Approvals.Verifier.Verify(token)
 	if err != nil && !(errors.Is(err, approval.ErrExpired) && c != nil) {
-		return "", s.refusedComplete(codes.PermissionDenied, "approval: it does not authorise this Complete: "+guard.Clip(err.Error(), maxDetail))
+		return "", nil, s.refusedComplete(codes.PermissionDenied, "approval: it does not authorise this Complete: "+guard.Clip(err.Error(), maxDetail))
 	}
 	if id != "" && id != c.DecisionID {
-		return "", s.refusedComplete(codes.PermissionDenied, "approval: it is the approval of decision "+c.DecisionID+", not of "+id+": complete each decision with its own approval")
+		return "", nil, s.refusedComplete(codes.PermissionDenied, "approval: it is the approval of decision "+c.DecisionID+", not of "+id+": complete each decision with its own approval")
 	}
-	return c.DecisionID, nil
+	return c.DecisionID, c, nil
+}
+
+// completeInLedger reports, with its approval, the outcome of a decision
+// the book no longer holds (a failure released it, then a retry redeemed
+// the approval again): a success closes the approval for good, a failure
+// reopens it for the next retry, and a failure after a success is refused.
+// It returns the record's message, or a status error when nothing changed.
+func (s *Service) completeInLedger(ctx context.Context, id string, failed bool) (string, error) {
+	l := s.cfg.Approvals.Ledger
+	if !failed {
+		if err := l.Done(ctx, id); err != nil {
+			return "", status.Errorf(codes.Unavailable, "decision_id %q: its approval could not be closed (the redeem ledger did not answer): retry the Complete: %v", id, err)
+		}
+		return "the action redeemed again after a failure completed: its approval is closed for good", nil
+	}
+	err := l.Release(ctx, id)
+	switch {
+	case err == nil:
+		return "the action redeemed again after a failure failed too: its approval may be redeemed again by a retry", nil
+	case errors.Is(err, approval.ErrCompleted):
+		return "", status.Errorf(codes.FailedPrecondition, "decision_id %q: its action was already reported done; a success is never undone", id)
+	default:
+		return "", status.Errorf(codes.Unavailable, "decision_id %q: its approval could not be reopened (the redeem ledger did not answer): retry the Complete: %v", id, err)
+	}
 }
 
 func (s *Service) refusedComplete(code codes.Code, msg string) error {

@@ -441,6 +441,28 @@ func TestCompleteWithTheLedger(t *testing.T) {
 	wantRedeem(t, "a retry after the failure", a.redeem(token, appealArgs, "submit_appeal", ""), yesguardv1.Reason_REASON_REDEEMED)
 	wantRedeem(t, "a second redeem of the retry", a.redeem(token, appealArgs, "submit_appeal", ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
 
+	// The retry fails too: the book let the action go at the first
+	// failure, so the ledger alone records the retries' outcomes.
+	if _, err := a.svc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Failed: true}); err != nil {
+		t.Fatalf("the retry's failure: %v", err)
+	}
+	wantRedeem(t, "a third try", a.redeem(token, appealArgs, "submit_appeal", ""), yesguardv1.Reason_REASON_REDEEMED)
+	done, err := a.svc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Result: mustStruct(t, map[string]any{"ticket": "T-3"})})
+	if err != nil {
+		t.Fatalf("the third try's success: %v", err)
+	}
+	if d := a.record(done.GetDecisionId()); d.GetCallId() != "c" || d.GetTool() != "submit_appeal" || d.GetReason() != yesguardv1.Reason_REASON_COMPLETED ||
+		!strings.Contains(d.GetMessage(), "closed for good") || d.GetResult() != `{"ticket":"T-3"}` {
+		t.Errorf("its record: %v", d)
+	}
+	wantRedeem(t, "a redeem after the retry's success", a.redeem(token, appealArgs, "submit_appeal", ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
+	if _, err := a.svc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Failed: true}); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("a failure after the retry's success: %v, want FailedPrecondition", err)
+	}
+	if _, err := a.svc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: first.GetDecisionId()}); status.Code(err) != codes.NotFound {
+		t.Errorf("a Complete by decision id alone, of a decision the book let go: %v, want NotFound", err)
+	}
+
 	// Another ALLOW (the failure released the action and its yes); it
 	// succeeds, and the Complete comes after its approval expired.
 	second := a.allow("c")

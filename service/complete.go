@@ -22,7 +22,7 @@ import (
 // (closeApproval), and writes a Complete record. An approval in the
 // request authorises it for that approval's decision only.
 func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest) (*yesguardv1.CompleteResponse, error) {
-	id, err := s.completeAuthority(req)
+	id, claims, err := s.completeAuthority(req)
 	if err != nil {
 		return nil, err
 	}
@@ -39,10 +39,20 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 	if req.GetFailed() {
 		result = "failed"
 	}
-	note, ledgerErr := "", error(nil)
+	note, ledgerErr, ledgerOnly := "", error(nil), false
+	if errors.Is(err, dedupe.ErrUnknownDecision) && claims != nil {
+		// A failure released the action from the book, and a retry
+		// redeemed its approval again: that retry's outcome is the
+		// ledger's alone.
+		key, ledgerOnly = dedupe.Key{CallID: claims.CallID, Tool: claims.Tool, ArgsHash: claims.ArgsHash}, true
+		note, err = s.completeInLedger(ctx, id, req.GetFailed())
+	}
 	switch {
-	case err == nil:
+	case err == nil && !ledgerOnly:
 		note, ledgerErr = s.closeApproval(ctx, id, req.GetFailed())
+	case err == nil:
+	case ledgerOnly:
+		result = "unknown"
 	case errors.Is(err, dedupe.ErrUnknownDecision):
 		result = "unknown"
 		err = status.Errorf(codes.NotFound, "decision_id %q: no allowed action is held for it (never allowed, already failed, or expired)", id)
@@ -82,7 +92,11 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 		d.Reason = yesguardv1.Reason_REASON_FAILED
 		d.Message = "the allowed action failed: its reservation is released and a retry is judged afresh"
 	}
-	d.Message += note
+	if ledgerOnly {
+		d.Message = note
+	} else {
+		d.Message += note
+	}
 	if ledgerErr != nil {
 		d.Message += "; its approval could not be closed (the redeem ledger did not answer) until the Complete is retried"
 	}

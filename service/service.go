@@ -18,7 +18,10 @@
 //     before the answer; an ALLOW whose approval cannot be signed is
 //     refused (INTERNAL) and its reservation released. A Redeem executes
 //     the action at most once across every replica sharing the ledger:
-//     it answers REDEEMED only after the ledger's atomic claim.
+//     it answers REDEEMED only after the ledger's atomic claim. A
+//     successful Complete closes the decision's approval for good; a
+//     failed one reopens it, once the book (or, for a retry the book no
+//     longer holds, the approval's ledger entry) took the report.
 //   - A record is not changed once written; the answer shares its
 //     evidence.
 //   - The Check answer carries the short evidence (question sentence,

@@ -25,6 +25,7 @@ var serveFlags = []string{
 	"subject-prefix", "decision-log", "log-level", "shutdown-timeout",
 	"state", "data-dir", "js-replicas", "transcript-retention", "transcript-max-bytes", "duplicate-window",
 	"decision-retention", "decision-max-bytes", "decisions-per-call",
+	"approval-key-file", "approval-key-dir", "approval-issuer",
 }
 
 // parseServeFlags maps serve's flags, then the environment, onto a
@@ -36,7 +37,7 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: yesguard [serve] [flags]\n\nRuns the guard. Flags:\n")
 		fs.PrintDefaults()
-		fmt.Fprintf(fs.Output(), "\nSIGHUP reloads the policy and the locales. Run 'yesguard help' for the other commands.\n")
+		fmt.Fprintf(fs.Output(), "\nSIGHUP reloads the policy, the locales and the approval keys. Run 'yesguard help' for the other commands.\n")
 	}
 	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", cfg.GRPCAddr, "`host:port` of the gRPC Guard, health and reflection services")
 	fs.StringVar(&cfg.NATSURL, "nats-url", cfg.NATSURL, "NATS server `URL`s (comma-separated) carrying the transcripts; empty starts an embedded server")
@@ -57,6 +58,9 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	fs.DurationVar(&cfg.DecisionRetention, "decision-retention", cfg.DecisionRetention, "how long the decision stream keeps records")
 	fs.Int64Var(&cfg.DecisionMaxBytes, "decision-max-bytes", cfg.DecisionMaxBytes, "bound on the decision stream's size")
 	fs.IntVar(&cfg.DecisionsPerCall, "decisions-per-call", cfg.DecisionsPerCall, "records the decision stream keeps per call")
+	fs.Var(listFlag{&cfg.ApprovalKeyFiles}, "approval-key-file", "approval signing key PEM `file` (Ed25519 PKCS#8); repeat it, or list files comma-separated; read again on SIGHUP")
+	fs.StringVar(&cfg.ApprovalKeyDir, "approval-key-dir", cfg.ApprovalKeyDir, "`dir`ectory of approval key *.pem files (a mounted secret), read again on SIGHUP; with no key flag: <data-dir>/keys, generated at first start")
+	fs.StringVar(&cfg.ApprovalIssuer, "approval-issuer", cfg.ApprovalIssuer, "the approvals' \"iss\" claim, which backends expect")
 	bindEnv(fs, serveFlags...)
 
 	if err := fs.Parse(args); err != nil {
@@ -133,9 +137,10 @@ loop:
 			log.Info("shutting down")
 			break loop
 		case <-hup:
-			// Reload logs its success; a failure keeps the old rules.
+			// Reload logs its success; what fails keeps its old value,
+			// and the error says which.
 			if err := srv.Reload(); err != nil {
-				log.Error("reload failed; the old policy and locales stay", zap.Error(err))
+				log.Error("reload failed", zap.Error(err))
 			}
 		case err := <-srv.Err():
 			log.Error("server failed; shutting down", zap.Error(err))
@@ -153,6 +158,26 @@ loop:
 	}
 	log.Info("stopped")
 	return code
+}
+
+// listFlag is a repeatable flag: each value, flag or environment
+// variable, may also list several, comma-separated.
+type listFlag struct{ v *[]string }
+
+func (l listFlag) String() string {
+	if l.v == nil {
+		return ""
+	}
+	return strings.Join(*l.v, ",")
+}
+
+func (l listFlag) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l.v = append(*l.v, p)
+		}
+	}
+	return nil
 }
 
 // natsURLSource says where serve's NATS URL came from: the flag, or the
