@@ -51,7 +51,7 @@ type approvalHarness struct {
 	priv  ed25519.PrivateKey
 }
 
-func newKey(t *testing.T) ed25519.PrivateKey {
+func newKey(t testing.TB) ed25519.PrivateKey {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -62,7 +62,7 @@ func newKey(t *testing.T) ed25519.PrivateKey {
 
 // newApprovalHarness builds it with keys (k1, signing from the start,
 // when none are given) and ledger (a memory one when nil).
-func newApprovalHarness(t *testing.T, ledger approval.Redeemer, keys ...approval.Key) *approvalHarness {
+func newApprovalHarness(t testing.TB, ledger approval.Redeemer, keys ...approval.Key) *approvalHarness {
 	t.Helper()
 	a := &approvalHarness{clock: &clock{t: time.Now()}}
 	if len(keys) == 0 {
@@ -88,7 +88,7 @@ func newApprovalHarness(t *testing.T, ledger approval.Redeemer, keys ...approval
 
 // pipeline is a context carrying the identity the interceptors give a
 // guard without tokens.
-func pipeline(t *testing.T) context.Context {
+func pipeline(t testing.TB) context.Context {
 	return auth.NewContext(t.Context(), auth.Identity{NoTokens: true})
 }
 
@@ -387,7 +387,7 @@ func TestRedeemNeedsThePipelineRole(t *testing.T) {
 	}
 }
 
-func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
+func mustStruct(t testing.TB, m map[string]any) *structpb.Struct {
 	t.Helper()
 	s, err := structpb.NewStruct(m)
 	if err != nil {

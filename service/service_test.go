@@ -49,7 +49,7 @@ func (s *memSink) all() []*yesguardv1.Decision {
 // and memory decision store; events go to the store directly (the NATS
 // path is tested in server/).
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	svc   *Service
 	store *transcript.Store
 	book  *dedupe.Memory
@@ -60,7 +60,7 @@ type harness struct {
 
 // newHarness builds the harness; each of with edits the service's config
 // before it is built.
-func newHarness(t *testing.T, with ...func(*Config)) *harness {
+func newHarness(t testing.TB, with ...func(*Config)) *harness {
 	t.Helper()
 	pol, err := guard.LoadPolicy("../guard/testdata/policy.yaml")
 	if err != nil {
