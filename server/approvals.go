@@ -39,15 +39,8 @@ type approvals struct {
 // ledger: in this process with the memory state, else the JetStream
 // bucket's (set up with the rest of the JetStream state).
 func (s *Server) newApprovals() error {
-	keys, err := s.loadApprovalKeys()
+	_, ks, err := s.signingKeys()
 	if err != nil {
-		return err
-	}
-	ks, err := approval.NewKeySet(keys, approval.KeySetOptions{})
-	if err != nil {
-		return fmt.Errorf("approval keys: %w", err)
-	}
-	if err := signsNow(ks); err != nil {
 		return err
 	}
 	a := &approvals{keys: ks, generated: len(s.cfg.ApprovalKeyFiles) == 0 && s.cfg.ApprovalKeyDir == ""}
@@ -113,6 +106,23 @@ func (s *Server) loadApprovalKeys() ([]approval.Key, error) {
 	return keys, nil
 }
 
+// signingKeys reads the keys and makes a key set of them, failing unless
+// one of them signs now.
+func (s *Server) signingKeys() ([]approval.Key, *approval.KeySet, error) {
+	keys, err := s.loadApprovalKeys()
+	if err != nil {
+		return nil, nil, err
+	}
+	ks, err := approval.NewKeySet(keys, approval.KeySetOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("approval keys: %w", err)
+	}
+	if err := signsNow(ks); err != nil {
+		return nil, nil, err
+	}
+	return keys, ks, nil
+}
+
 // signsNow fails when no key of ks signs at this moment (every key starts
 // later): each ALLOW would then be refused as INTERNAL.
 func signsNow(ks *approval.KeySet) error {
@@ -131,15 +141,8 @@ func signsNow(ks *approval.KeySet) error {
 // the old ones verify until their tokens expire. On an error the old keys
 // stay.
 func (s *Server) reloadApprovalKeys() error {
-	keys, err := s.loadApprovalKeys()
+	keys, _, err := s.signingKeys()
 	if err != nil {
-		return err
-	}
-	next, err := approval.NewKeySet(keys, approval.KeySetOptions{})
-	if err != nil {
-		return fmt.Errorf("approval keys: %w", err)
-	}
-	if err := signsNow(next); err != nil {
 		return err
 	}
 	if err := s.approvals.keys.SetKeys(keys); err != nil {
