@@ -41,22 +41,28 @@ const memorySweepEvery = time.Second
 type MemoryLedger struct {
 	opts LedgerOptions
 
-	mu        sync.Mutex // guards the fields below
-	entries   map[string]memoryEntry
+	mu        sync.Mutex             // guards the fields below
+	entries   map[string]memoryEntry // by decision id, and yes key
 	nextSweep time.Time
 }
 
 type memoryEntry struct {
 	done  bool
 	until time.Time // when the entry leaves
+	// yes is, in a decision's entry, the key of the yes it claimed;
+	// decision is, in a yes entry, the decision holding it.
+	yes, decision string
 }
 
-// NewMemoryLedger builds an empty ledger. Only MaxTTL, Skew and Now of
-// opts are used.
+// NewMemoryLedger builds an empty ledger. Only Prefix, MaxTTL, Skew and
+// Now of opts are used.
 func NewMemoryLedger(opts LedgerOptions) *MemoryLedger {
 	opts.setDefaults()
 	return &MemoryLedger{opts: opts, entries: map[string]memoryEntry{}}
 }
+
+// YesKey is Ledger.YesKey.
+func (l *MemoryLedger) YesKey(c *Claims) string { return yesKey(l.opts.Prefix, c) }
 
 // live is the entry of id that has not left by now. l.mu must be held.
 func (l *MemoryLedger) live(id string, now time.Time) (memoryEntry, bool) {
@@ -98,7 +104,14 @@ func (l *MemoryLedger) Redeem(_ context.Context, c *Claims) error {
 	if _, ok := l.live(c.DecisionID, now); ok {
 		return fmt.Errorf("%w: decision %s", ErrAlreadyRedeemed, c.DecisionID)
 	}
-	l.entries[c.DecisionID] = memoryEntry{until: now.Add(ttl)}
+	yes := l.YesKey(c)
+	if y, ok := l.live(yes, now); ok && yes != "" && y.decision != c.DecisionID {
+		return fmt.Errorf("%w (decision %s): decision %s", ErrYesRedeemed, y.decision, c.DecisionID)
+	}
+	l.entries[c.DecisionID] = memoryEntry{until: now.Add(ttl), yes: yes}
+	if yes != "" {
+		l.entries[yes] = memoryEntry{until: now.Add(l.opts.retain()), decision: c.DecisionID}
+	}
 	return nil
 }
 
@@ -117,6 +130,9 @@ func (l *MemoryLedger) Release(_ context.Context, decisionID string) error {
 		return fmt.Errorf("%w: decision %s", ErrCompleted, decisionID)
 	}
 	delete(l.entries, decisionID)
+	if y, ok := l.entries[e.yes]; ok && e.yes != "" && y.decision == decisionID {
+		delete(l.entries, e.yes)
+	}
 	return nil
 }
 
@@ -129,10 +145,12 @@ func (l *MemoryLedger) Done(_ context.Context, decisionID string) error {
 	defer l.mu.Unlock()
 	now := l.opts.Now()
 	l.sweep(now)
-	if e, ok := l.live(decisionID, now); ok && e.done {
+	e, ok := l.live(decisionID, now)
+	if ok && e.done {
 		return nil
 	}
-	l.entries[decisionID] = memoryEntry{done: true, until: now.Add(l.opts.retain())}
+	// The yes it claimed stays claimed, for the retention.
+	l.entries[decisionID] = memoryEntry{done: true, until: now.Add(l.opts.retain()), yes: e.yes}
 	return nil
 }
 

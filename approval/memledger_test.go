@@ -152,3 +152,113 @@ func TestMemoryLedgerIsBounded(t *testing.T) {
 		t.Errorf("after the retention: %d entries, want 1", n)
 	}
 }
+
+// yesClaims is an approval of decision id resting on one caller turn: two
+// of them are two approvals of the same yes (a failure let the guard allow
+// the action again).
+func yesClaims(id string, exp time.Time) *Claims {
+	c := ledgerClaims(id, exp)
+	c.Turn = &Turn{TextHash: TextHash("Yes."), StartMs: 1200, EndMs: 1500, ReceivedAt: exp.Add(-DefaultTTL).Truncate(time.Millisecond)}
+	return c
+}
+
+// One caller yes executes once, whatever approvals it was given in: a
+// second approval of it is refused while the first is redeemed, redeems
+// once the first is released, and never once one of them completed.
+func TestOneYesRedeemsOnce(t *testing.T) {
+	for name, mk := range map[string]func(t *testing.T) Redeemer{
+		"jetstream": func(t *testing.T) Redeemer {
+			return connectReplica(t, startJetStream(t), "approvals", "r", LedgerOptions{}).ledger
+		},
+		"memory": func(*testing.T) Redeemer { return NewMemoryLedger(LedgerOptions{}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := mk(t)
+			ctx := context.Background()
+			exp := time.Now().Add(DefaultTTL)
+			first, second := yesClaims("Y-first", exp), yesClaims("Y-second", exp)
+			if err := l.Redeem(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			err := l.Redeem(ctx, second)
+			if !errors.Is(err, ErrYesRedeemed) || !errors.Is(err, ErrAlreadyRedeemed) {
+				t.Fatalf("a second approval of a redeemed yes: %v, want ErrYesRedeemed", err)
+			}
+			if st, _ := l.State(ctx, second.DecisionID); st != LedgerOpen {
+				t.Errorf("the refused approval's decision is %q, want open (given back)", st)
+			}
+			// The first failed: the yes is free again, for either approval.
+			if err := l.Release(ctx, first.DecisionID); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Redeem(ctx, second); err != nil {
+				t.Fatalf("the second approval after the first was released: %v", err)
+			}
+			if err := l.Redeem(ctx, first); !errors.Is(err, ErrYesRedeemed) {
+				t.Fatalf("the first approval while the second holds the yes: %v", err)
+			}
+			// The second succeeded: the yes never executes again.
+			if err := l.Done(ctx, second.DecisionID); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx, first.DecisionID); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Redeem(ctx, first); !errors.Is(err, ErrYesRedeemed) {
+				t.Fatalf("an approval of a yes whose action completed: %v", err)
+			}
+			// Another turn, or the same turn for another tool, is another yes.
+			other := yesClaims("Y-other", exp)
+			other.Turn.EndMs++
+			if err := l.Redeem(ctx, other); err != nil {
+				t.Errorf("an approval of another turn: %v", err)
+			}
+			tool := yesClaims("Y-tool", exp)
+			tool.Tool = "pay_bill"
+			if err := l.Redeem(ctx, tool); err != nil {
+				t.Errorf("the same turn for another tool: %v", err)
+			}
+		})
+	}
+}
+
+// Two approvals of one yes redeemed at once on two replicas: exactly one
+// wins, round after round.
+func TestOneYesRaceAcrossReplicas(t *testing.T) {
+	ns := startJetStream(t)
+	a := connectReplica(t, ns, "approvals", "replica-a", LedgerOptions{})
+	b := connectReplica(t, ns, "approvals", "replica-b", LedgerOptions{})
+	ctx := context.Background()
+	exp := time.Now().Add(DefaultTTL)
+	for i := range 50 {
+		c1, c2 := yesClaims(fmt.Sprintf("YA%03d", i), exp), yesClaims(fmt.Sprintf("YB%03d", i), exp)
+		c2.Turn, c1.Turn.EndMs = c1.Turn, int64(i) // one turn per round
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make([]error, 2)
+		wg.Go(func() { <-start; errs[0] = a.ledger.Redeem(ctx, c1) })
+		wg.Go(func() { <-start; errs[1] = b.ledger.Redeem(ctx, c2) })
+		close(start)
+		wg.Wait()
+		wantOneWinner(t, fmt.Sprintf("round %d", i), errs)
+	}
+}
+
+// A release that freed the decision but not its yes (a crash between
+// the two writes) leaves the yes to that decision: its own retry takes
+// the claim back.
+func TestYesLeftClaimedByItsOwnDecision(t *testing.T) {
+	r := connectReplica(t, startJetStream(t), "approvals", "r", LedgerOptions{})
+	ctx := context.Background()
+	c := yesClaims("Y-self", time.Now().Add(DefaultTTL))
+	if _, err := r.kv.Create(ctx, r.ledger.YesKey(c), r.ledger.value(stateRedeemed, time.Time{}, "", c.DecisionID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ledger.Redeem(ctx, c); err != nil {
+		t.Fatalf("the retry of the decision holding the yes: %v", err)
+	}
+	other := yesClaims("Y-other", c.ExpiresAt)
+	if err := r.ledger.Redeem(ctx, other); !errors.Is(err, ErrYesRedeemed) {
+		t.Fatalf("another approval of that yes: %v", err)
+	}
+}

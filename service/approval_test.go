@@ -494,6 +494,27 @@ func TestCompleteWithTheLedger(t *testing.T) {
 	wantRedeem(t, "a redeem after a refused failure", a.redeem(third.GetApproval(), appealArgs, "submit_appeal", ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
 }
 
+// A failure releases the action, so the guard may allow it again on the
+// same yes, with a new approval: of the two approvals of that one yes,
+// only one executes.
+func TestOneYesTwoApprovals(t *testing.T) {
+	a := newApprovalHarness(t, nil)
+	first := a.allow("y")
+	if _, err := a.svc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: first.GetDecisionId(), Failed: true}); err != nil {
+		t.Fatal(err)
+	}
+	second := a.check("y", "submit_appeal", appealArgs, false)
+	if second.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW || second.GetApproval() == "" {
+		t.Fatalf("after the failure the same yes: %s/%s, want a new ALLOW", second.GetOutcome(), second.GetReason())
+	}
+	wantRedeem(t, "the first approval", a.redeem(first.GetApproval(), appealArgs, "submit_appeal", ""), yesguardv1.Reason_REASON_REDEEMED)
+	twice := a.redeem(second.GetApproval(), appealArgs, "submit_appeal", "")
+	wantRedeem(t, "the second approval of the same yes", twice, yesguardv1.Reason_REASON_ALREADY_REDEEMED)
+	if !strings.Contains(twice.GetMessage(), "another approval") {
+		t.Errorf("the message does not say another approval had the yes: %q", twice.GetMessage())
+	}
+}
+
 // A ledger that cannot be reached redeems nothing: the Redeem refuses
 // (INTERNAL) and says to retry; a success's Complete says to retry too,
 // and its retry closes the approval.

@@ -83,7 +83,7 @@ func (s *Service) Redeem(ctx context.Context, req *yesguardv1.RedeemRequest) (*y
 	} else {
 		d.Evidence.Detail = guard.Clip(err.Error(), maxDetail)
 	}
-	d.Message = s.redeemMessage(ctx, reason, tool, claims, d.Evidence.Detail)
+	d.Message = s.redeemMessage(ctx, reason, err, tool, claims, d.Evidence.Detail)
 	resp.Outcome, resp.Message = d.Outcome, d.Message
 	s.record(ctx, d)
 	s.m.redeems.WithLabelValues(reasonLabel(reason)).Inc()
@@ -126,7 +126,7 @@ func redeemReason(err error) yesguardv1.Reason {
 }
 
 // redeemMessage tells the system of record what to do next.
-func (s *Service) redeemMessage(ctx context.Context, reason yesguardv1.Reason, tool string, c *approval.Claims, detail string) string {
+func (s *Service) redeemMessage(ctx context.Context, reason yesguardv1.Reason, err error, tool string, c *approval.Claims, detail string) string {
 	action := "the action"
 	if tool != "" {
 		action = tool
@@ -137,7 +137,9 @@ func (s *Service) redeemMessage(ctx context.Context, reason yesguardv1.Reason, t
 			"failed lets a retry redeem it again; success closes it for good."
 	case yesguardv1.Reason_REASON_ALREADY_REDEEMED:
 		what := "was already redeemed, on this or another replica"
-		if st, err := s.cfg.Approvals.Ledger.State(ctx, c.DecisionID); err == nil && st == approval.LedgerDone {
+		if errors.Is(err, approval.ErrYesRedeemed) {
+			what = "rests on a caller's yes that another approval of the same action already redeemed (a failure let the guard allow it again)"
+		} else if st, err := s.cfg.Approvals.Ledger.State(ctx, c.DecisionID); err == nil && st == approval.LedgerDone {
 			what = "belongs to an action already reported done"
 		}
 		return "Do not execute " + action + ": this approval " + what + ", and each approval executes once. " +
