@@ -9,15 +9,19 @@ import (
 	"time"
 )
 
+// redeemers builds each Redeemer, for the tests every one must pass: the
+// JetStream ledger on a fresh embedded server, and the memory one.
+var redeemers = map[string]func(t *testing.T) Redeemer{
+	"jetstream": func(t *testing.T) Redeemer {
+		return connectReplica(t, startJetStream(t), "approvals", "r", LedgerOptions{}).ledger
+	},
+	"memory": func(*testing.T) Redeemer { return NewMemoryLedger(LedgerOptions{}) },
+}
+
 // TestRedeemersAgree runs the lifecycle every Redeemer must follow on the
 // JetStream ledger and on the memory one.
 func TestRedeemersAgree(t *testing.T) {
-	for name, mk := range map[string]func(t *testing.T) Redeemer{
-		"jetstream": func(t *testing.T) Redeemer {
-			return connectReplica(t, startJetStream(t), "approvals", "r", LedgerOptions{}).ledger
-		},
-		"memory": func(*testing.T) Redeemer { return NewMemoryLedger(LedgerOptions{}) },
-	} {
+	for name, mk := range redeemers {
 		t.Run(name, func(t *testing.T) {
 			l := mk(t)
 			ctx := context.Background()
@@ -166,12 +170,7 @@ func yesClaims(id string, exp time.Time) *Claims {
 // second approval of it is refused while the first is redeemed, redeems
 // once the first is released, and never once one of them completed.
 func TestOneYesRedeemsOnce(t *testing.T) {
-	for name, mk := range map[string]func(t *testing.T) Redeemer{
-		"jetstream": func(t *testing.T) Redeemer {
-			return connectReplica(t, startJetStream(t), "approvals", "r", LedgerOptions{}).ledger
-		},
-		"memory": func(*testing.T) Redeemer { return NewMemoryLedger(LedgerOptions{}) },
-	} {
+	for name, mk := range redeemers {
 		t.Run(name, func(t *testing.T) {
 			l := mk(t)
 			ctx := context.Background()
