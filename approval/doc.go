@@ -52,5 +52,7 @@
 // A Verifier checks tokens with a KeySource: the guard's own KeySet, a JWKS
 // document (ParseJWKS) or a JWKS URL (RemoteJWKS). A Ledger over a
 // JetStream KV bucket redeems a verified approval exactly once across
-// replicas.
+// replicas, and one caller yes once whatever approvals it was given in; a
+// MemoryLedger does the same within one process (a guard whose state is
+// in memory). Both are Redeemers.
 package approval

@@ -16,6 +16,11 @@ var (
 	// ErrAlreadyRedeemed: the decision was redeemed before (on any
 	// replica) and not released, or its action completed.
 	ErrAlreadyRedeemed = errors.New("approval: already redeemed")
+	// ErrYesRedeemed: another approval resting on the same caller yes (the
+	// same call, tool and turn: a failure let the guard allow the action
+	// again) is redeemed, or its action completed. It wraps
+	// ErrAlreadyRedeemed.
+	ErrYesRedeemed = fmt.Errorf("%w: the caller's yes was redeemed with another approval", ErrAlreadyRedeemed)
 	// ErrCompleted: Release after Done; a completed action is never
 	// released.
 	ErrCompleted = errors.New("approval: already completed")
@@ -67,6 +72,14 @@ type LedgerOptions struct {
 //     completed), after which no Redeem succeeds and Release is
 //     ErrCompleted.
 //
+// One caller yes executes its action once, too, whatever approvals it
+// was given in: after a failure released its action the guard may allow
+// it again on the same yes, under a new decision and a new approval. So a
+// Redeem of an approval resting on a caller turn also claims the turn
+// (call, tool and the turn's hash and times), with Create, for the
+// retention; a second approval of that yes is ErrYesRedeemed until
+// Release of the first frees it. Completing never frees it.
+//
 // A read that comes from a follower and is stale makes the conditional
 // write fail and the round start again; a stale read can only make
 // Release a no-op or Redeem refuse, never let a second redeem through.
@@ -80,12 +93,16 @@ type Ledger struct {
 	retain time.Duration
 }
 
-// ledgerEntry is the value of a decision's key.
+// ledgerEntry is the value of a decision's key, and of a yes key.
 type ledgerEntry struct {
 	State     string `json:"state"` // "redeemed" or "done"
 	Replica   string `json:"replica,omitempty"`
 	At        int64  `json:"at_ms"`
 	ExpiresAt int64  `json:"exp,omitempty"` // the token's, for a redeemed entry
+	// Yes is, in a decision's entry, the key of the yes it claimed; in a
+	// yes key, Decision is the decision that holds it.
+	Yes      string `json:"yes,omitempty"`
+	Decision string `json:"decision,omitempty"`
 }
 
 const (
@@ -111,6 +128,22 @@ func (o *LedgerOptions) setDefaults() {
 		o.Prefix = DefaultLedgerPrefix
 	}
 	timingDefaults(&o.MaxTTL, &o.Skew, &o.Now)
+}
+
+// redeemTTL is how long a redeemed entry for c must stay, whole seconds
+// (the server's TTLs are): past every verifier's acceptance of the token.
+// An expired token is ErrExpired; one living longer than MaxTTL allows is
+// ErrMalformed (only a verifier allowing longer tokens lets one through,
+// and the bucket's max age could drop its entry early).
+func (o *LedgerOptions) redeemTTL(c *Claims) (time.Duration, error) {
+	ttl := c.ExpiresAt.Add(o.Skew + ledgerMargin).Sub(o.Now())
+	if ttl <= ledgerMargin {
+		return 0, fmt.Errorf("%w: at %s", ErrExpired, c.ExpiresAt.Format(time.RFC3339))
+	}
+	if ttl > o.retain() {
+		return 0, fmt.Errorf("%w: expires %s, later than this ledger's MaxTTL allows", ErrMalformed, c.ExpiresAt.Format(time.RFC3339))
+	}
+	return (ttl + time.Second - 1).Truncate(time.Second), nil
 }
 
 // retain is how long any entry must stay: past the expiry of the longest
@@ -155,19 +188,41 @@ func jetstreamKeyPrefixValid(p string) bool {
 func (l *Ledger) Key(decisionID string) string { return l.opts.Prefix + decisionID }
 
 func (l *Ledger) key(decisionID string) (string, error) {
-	if err := checkDecisionID(decisionID); err != nil {
-		return "", fmt.Errorf("approval ledger: decision id: %w", err)
+	if err := checkLedgerID(decisionID); err != nil {
+		return "", err
 	}
 	return l.Key(decisionID), nil
 }
 
-func (l *Ledger) value(state string, exp time.Time) []byte {
-	e := ledgerEntry{State: state, Replica: l.opts.Replica, At: l.opts.Now().UnixMilli()}
+// checkLedgerID refuses a decision id no ledger entry may have.
+func checkLedgerID(decisionID string) error {
+	if err := checkDecisionID(decisionID); err != nil {
+		return fmt.Errorf("approval ledger: decision id: %w", err)
+	}
+	return nil
+}
+
+func (l *Ledger) value(state string, exp time.Time, yes, decision string) []byte {
+	e := ledgerEntry{State: state, Replica: l.opts.Replica, At: l.opts.Now().UnixMilli(), Yes: yes, Decision: decision}
 	if !exp.IsZero() {
 		e.ExpiresAt = exp.Unix()
 	}
 	b, _ := json.Marshal(e) // a struct of strings and ints cannot fail
 	return b
+}
+
+// YesKey is the key an approval's caller yes is claimed under ("" for an
+// approval resting on no turn): the call, the tool and the turn, hashed.
+// A decision id is never "yes", so it cannot collide with a decision's key.
+func (l *Ledger) YesKey(c *Claims) string { return yesKey(l.opts.Prefix, c) }
+
+func yesKey(prefix string, c *Claims) string {
+	t := c.Turn
+	if t == nil {
+		return ""
+	}
+	id := fmt.Sprintf("%s\x00%s\x00%s\x00%d\x00%d\x00%d", c.CallID, c.Tool, t.TextHash, t.StartMs, t.EndMs, unixMilli(t.ReceivedAt))
+	return prefix + "yes." + TextHash(id)[:32]
 }
 
 // Redeem claims the approval's decision, once: nil means this caller may
@@ -179,26 +234,58 @@ func (l *Ledger) Redeem(ctx context.Context, c *Claims) error {
 	if err != nil {
 		return err
 	}
-	// The entry must outlive every verifier's acceptance of the token.
-	ttl := c.ExpiresAt.Add(l.opts.Skew + ledgerMargin).Sub(l.opts.Now())
-	if ttl <= ledgerMargin {
-		return fmt.Errorf("%w: at %s", ErrExpired, c.ExpiresAt.Format(time.RFC3339))
+	ttl, err := l.opts.redeemTTL(c)
+	if err != nil {
+		return err
 	}
-	if ttl > l.retain {
-		// Only a verifier allowing longer tokens than this ledger's MaxTTL
-		// lets one through; the bucket's max age could drop its entry early.
-		return fmt.Errorf("%w: expires %s, later than this ledger's MaxTTL allows", ErrMalformed, c.ExpiresAt.Format(time.RFC3339))
-	}
-	ttl = (ttl + time.Second - 1).Truncate(time.Second) // the server's TTLs are whole seconds
-	_, err = l.kv.Create(ctx, key, l.value(stateRedeemed, c.ExpiresAt), jetstream.KeyTTL(ttl))
+	yes := l.YesKey(c)
+	rev, err := l.kv.Create(ctx, key, l.value(stateRedeemed, c.ExpiresAt, yes, ""), jetstream.KeyTTL(ttl))
 	switch {
 	case err == nil:
-		return nil
 	case isConflict(err):
 		return fmt.Errorf("%w: decision %s", ErrAlreadyRedeemed, c.DecisionID)
 	default:
 		return fmt.Errorf("%w: redeem %s: %w", ErrLedgerUnavailable, c.DecisionID, err)
 	}
+	if yes == "" {
+		return nil
+	}
+	err = l.claimYes(ctx, yes, c.DecisionID)
+	if err == nil {
+		return nil
+	}
+	// The yes is another approval's (or could not be claimed): give the
+	// decision back, so that a later redeem of it may try again.
+	if perr := l.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(l.retain)); perr != nil && !isConflict(perr) {
+		err = errors.Join(err, fmt.Errorf("%w: give back %s: %w", ErrLedgerUnavailable, c.DecisionID, perr))
+	}
+	return err
+}
+
+// claimYes claims the yes key for decisionID: a Create, kept for the
+// retention (past any token of that yes), or, when the key already names
+// decisionID (a release that freed the decision but not its yes), that
+// claim. Another decision's claim is ErrYesRedeemed.
+func (l *Ledger) claimYes(ctx context.Context, yes, decisionID string) error {
+	_, err := l.kv.Create(ctx, yes, l.value(stateRedeemed, time.Time{}, "", decisionID), jetstream.KeyTTL(l.retain))
+	if err == nil {
+		return nil
+	}
+	if !isConflict(err) {
+		return fmt.Errorf("%w: redeem %s: its yes: %w", ErrLedgerUnavailable, decisionID, err)
+	}
+	_, v, rerr := l.read(ctx, yes)
+	switch {
+	case rerr != nil:
+		return rerr
+	case v != nil && v.Decision == decisionID:
+		return nil
+	}
+	holder := "an approval"
+	if v != nil {
+		holder = "decision " + v.Decision
+	}
+	return fmt.Errorf("%w (%s): decision %s", ErrYesRedeemed, holder, decisionID)
 }
 
 // isConflict is a compare-and-set that lost: the key exists, or its
@@ -249,6 +336,7 @@ func (l *Ledger) Release(ctx context.Context, decisionID string) error {
 		}
 		err = l.kv.Purge(ctx, key, jetstream.LastRevision(e.Revision()), jetstream.PurgeTTL(l.retain))
 		if err == nil {
+			l.freeYes(ctx, v.Yes, decisionID)
 			return nil
 		}
 		if !isConflict(err) {
@@ -256,6 +344,21 @@ func (l *Ledger) Release(ctx context.Context, decisionID string) error {
 		}
 	}
 	return fmt.Errorf("%w: release %s: the entry kept changing", ErrLedgerUnavailable, decisionID)
+}
+
+// freeYes lets another approval of the yes be redeemed, when decisionID
+// still holds it. It is best effort: a yes left claimed refuses the other
+// approvals of that yes (fail closed) until the retention ends, and this
+// decision's own retry takes its claim back (claimYes).
+func (l *Ledger) freeYes(ctx context.Context, yes, decisionID string) {
+	if yes == "" {
+		return
+	}
+	e, v, err := l.read(ctx, yes)
+	if err != nil || v == nil || v.Decision != decisionID {
+		return
+	}
+	_ = l.kv.Purge(ctx, yes, jetstream.LastRevision(e.Revision()), jetstream.PurgeTTL(l.retain))
 }
 
 // Done records that the decision's action completed: it is never redeemed
@@ -272,13 +375,14 @@ func (l *Ledger) Done(ctx context.Context, decisionID string) error {
 		}
 		switch {
 		case v == nil:
-			_, err = l.kv.Create(ctx, key, l.value(stateDone, time.Time{}), jetstream.KeyTTL(l.retain))
+			_, err = l.kv.Create(ctx, key, l.value(stateDone, time.Time{}, "", ""), jetstream.KeyTTL(l.retain))
 		case v.State == stateDone:
 			return nil
 		default:
 			// Update drops the per-key TTL: the bucket's max age bounds the
-			// completed entry (NewLedger checked it covers the token).
-			_, err = l.kv.Update(ctx, key, l.value(stateDone, time.Time{}), e.Revision())
+			// completed entry (NewLedger checked it covers the token). The
+			// yes it claimed stays claimed, for the retention.
+			_, err = l.kv.Update(ctx, key, l.value(stateDone, time.Time{}, v.Yes, ""), e.Revision())
 		}
 		if err == nil {
 			return nil

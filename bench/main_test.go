@@ -42,6 +42,7 @@ func TestRunBenchPrintsEveryRow(t *testing.T) {
 	for _, row := range []string{
 		"Check ALLOW p50", "Check ALLOW p99", "Check REFUSE p50", "Check REFUSE p99",
 		"same-size canned answer", "ALLOW p50 inside the guard's handler", "REFUSE p50 inside the guard's handler",
+		"approval signing p50", "Redeem p50", "Redeem p99",
 		"wake-up publish→answer p50", "wake-up publish→answer p99",
 		"ingestion, events/s", "Check throughput", "memory per active call, 200 calls",
 		"Check ALLOW p50 during a flood", "Check ALLOW p99 during a flood",

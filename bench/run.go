@@ -337,6 +337,7 @@ func (b *bench) overhead(ctx context.Context, l *loaded, d time.Duration) error 
 	var badAllow, badRefuse int
 	var allowBytes, refuseBytes int
 	var firstBad string
+	var approvals []issued // the ALLOWs' approvals, redeemed after the phase
 	next := 0
 	// timed runs one Check, keeps its latency and answer size, and counts
 	// an outcome other than want.
@@ -349,6 +350,9 @@ func (b *bench) overhead(ctx context.Context, l *loaded, d time.Duration) error 
 		}
 		*lats = append(*lats, el)
 		*size += proto.Size(resp)
+		if a := resp.GetApproval(); a != "" && len(approvals) < maxRedeems {
+			approvals = append(approvals, issued{a, args})
+		}
 		if resp.GetOutcome() != want {
 			*bad++
 			if firstBad == "" {
@@ -433,7 +437,7 @@ func (b *bench) overhead(ctx context.Context, l *loaded, d time.Duration) error 
 	// again, their handlers timed on the guard's side: apart, so that the
 	// rows above are taken with the timer off.
 	if b.t.timer == nil {
-		return nil
+		return b.approvalRows(ctx, approvals, 0, d/4)
 	}
 	b.t.timer.start()
 	err = loop(probes[:guardProbes], d/4)
@@ -448,7 +452,7 @@ func (b *bench) overhead(ctx context.Context, l *loaded, d time.Duration) error 
 		})
 	}
 	b.notes = append(b.notes, "overhead, inside the handler: for a quarter of the phase more, an interceptor on the guard times each handler, request decoded to answer returned (before gRPC encodes it); off, while the rows above are taken, it costs an atomic load a call")
-	return nil
+	return b.approvalRows(ctx, approvals, inside["allow"].pct(50), d/4)
 }
 
 // cannedServer answers every Check with one recorded answer.

@@ -164,7 +164,7 @@ func (c *check) refuse(reason yesguardv1.Reason, ev *yesguardv1.Evidence) {
 // bookFailed refuses because the book did not answer.
 func (c *check) bookFailed(err error) {
 	c.g.cfg.Logger.Warn("dedupe book did not answer; refusing", zap.Error(err), zap.String("decision_id", c.v.DecisionID))
-	c.refuse(yesguardv1.Reason_REASON_INTERNAL, &yesguardv1.Evidence{Detail: "the shared decision state did not answer: " + clip(err.Error(), 160)})
+	c.refuse(yesguardv1.Reason_REASON_INTERNAL, &yesguardv1.Evidence{Detail: "the shared decision state did not answer: " + Clip(err.Error(), 160)})
 }
 
 // feedRefusal refuses when the transcript feed cannot vouch for the
@@ -260,7 +260,7 @@ func (c *check) decide(ctx context.Context) {
 				// Before an ALLOW: every word published before this Check
 				// must be in; if the call changed meanwhile, judge again.
 				if err := c.settle(ctx); err != nil {
-					c.gap("the guard could not confirm it holds every event of the call: " + clip(err.Error(), 160))
+					c.gap("the guard could not confirm it holds every event of the call: " + Clip(err.Error(), 160))
 					return
 				}
 				next, _ := c.look()
@@ -298,6 +298,7 @@ func (c *check) decide(ctx context.Context) {
 		switch v {
 		case dedupe.OK:
 			c.set(yesguardv1.Outcome_OUTCOME_ALLOW, verdict.reason)
+			c.v.ApprovalTTL = c.rs.policy.ApprovalTTLFor(c.req.Tool)
 			if verdict.turnID != 0 {
 				c.v.Turn = c.v.Evidence.GetAnswer()
 			}
@@ -381,7 +382,7 @@ func (c *check) settleIfLagging(ctx context.Context) bool {
 		return true
 	}
 	if err := c.settle(ctx); err != nil {
-		c.gap("the guard lags the transcript stream and could not apply this call's events in time: " + clip(err.Error(), 160))
+		c.gap("the guard lags the transcript stream and could not apply this call's events in time: " + Clip(err.Error(), 160))
 		return false
 	}
 	return true

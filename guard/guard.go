@@ -163,6 +163,10 @@ type Verdict struct {
 	// Turn is the caller turn an ALLOW rests on (nil when none, as for
 	// NOT_REQUIRED or a refusal).
 	Turn *yesguardv1.Turn
+	// ApprovalTTL is, for an ALLOW, how long its signed approval stays
+	// valid: the policy's approval_ttl for the tool, from the rules it was
+	// judged under.
+	ApprovalTTL time.Duration
 	// Waited is how long the check waited, for the caller's turn and for a
 	// running original.
 	Waited time.Duration

@@ -88,7 +88,7 @@ func (c *check) judge(v view) (j judgement) {
 	if lastCaller != len(turns)-1 {
 		agent := turns[len(turns)-1]
 		return refuse(yesguardv1.Reason_REASON_AGENT_SPOKE_AFTER,
-			fmt.Sprintf("the agent said %q after the caller's last words", clip(agent.Text, 120)))
+			fmt.Sprintf("the agent said %q after the caller's last words", Clip(agent.Text, 120)))
 	}
 	if to := c.req.GetRespondingToMs(); to > 0 && answer.HasTimes && answer.EndMS < to {
 		return refuse(yesguardv1.Reason_REASON_NO_ANSWER,
@@ -291,7 +291,9 @@ func appendMatches(dst []*yesguardv1.Match, ms []patterns.Match) []*yesguardv1.M
 	return dst
 }
 
-func clip(s string, n int) string {
+// Clip cuts s to at most n bytes, on a UTF-8 boundary, marking the cut
+// with "…": for details quoted from outside input.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -303,4 +305,4 @@ func clip(s string, n int) string {
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-func strconvQuote(s string) string { return strconv.Quote(clip(s, 160)) }
+func strconvQuote(s string) string { return strconv.Quote(Clip(s, 160)) }

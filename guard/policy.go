@@ -16,6 +16,8 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/yesguard/yesguard/approval"
 )
 
 // Policy says which tools need a confirmation and how to recognise a
@@ -52,6 +54,10 @@ type Defaults struct {
 	// DefaultLang is the language of turns whose events carry none and
 	// whose call never named one.
 	DefaultLang string `yaml:"default_lang"`
+	// ApprovalTTL is how long an ALLOW's signed approval stays valid for
+	// the system of record to redeem, for tools that set none of their
+	// own. At most approval.DefaultMaxTTL.
+	ApprovalTTL Duration `yaml:"approval_ttl"`
 }
 
 // Tool is one tool's entry.
@@ -66,6 +72,10 @@ type Tool struct {
 	Bind []string `yaml:"bind"`
 	// Wait, when set, replaces defaults.wait for this tool.
 	Wait *Duration `yaml:"wait"`
+	// ApprovalTTL, when set, replaces defaults.approval_ttl for this tool:
+	// a payment's backend that answers within seconds can take a shorter
+	// one than a claim reviewed by a slower system.
+	ApprovalTTL *Duration `yaml:"approval_ttl"`
 	// Record marks a tool that records items (an order line).
 	Record *Record `yaml:"record"`
 }
@@ -112,6 +122,10 @@ const (
 	DefaultQuantityWindow  = 8 * time.Second
 	DefaultMaxAnswerAge    = 30 * time.Second
 	DefaultLang            = "en"
+	DefaultApprovalTTL     = approval.DefaultTTL
+	// MaxApprovalTTL bounds every approval_ttl: the guard's keys sign no
+	// longer-lived token, and a retired key is kept this long.
+	MaxApprovalTTL = approval.DefaultMaxTTL
 )
 
 // SetDefaults fills every unset field.
@@ -134,6 +148,9 @@ func (p *Policy) SetDefaults() {
 	}
 	if d.DefaultLang == "" {
 		d.DefaultLang = DefaultLang
+	}
+	if d.ApprovalTTL == 0 {
+		d.ApprovalTTL = Duration(DefaultApprovalTTL)
 	}
 	if p.Tools == nil {
 		p.Tools = map[string]*Tool{}
@@ -162,6 +179,7 @@ func (p *Policy) Validate() error {
 		{"defaults.duplicate_window", d.DuplicateWindow, 24 * time.Hour},
 		{"defaults.quantity_window", d.QuantityWindow, 24 * time.Hour},
 		{"defaults.max_answer_age", d.MaxAnswerAge, 24 * time.Hour},
+		{"defaults.approval_ttl", d.ApprovalTTL, MaxApprovalTTL},
 	} {
 		if f.v <= 0 || f.v.D() > f.max {
 			bad(f.name, "must be above 0 and at most %s, got %s", f.max, f.v.D())
@@ -198,6 +216,9 @@ func (p *Policy) Validate() error {
 		if t.Wait != nil && (*t.Wait <= 0 || *t.Wait > d.MaxWait) {
 			bad(field+".wait", "must be above 0 and at most defaults.max_wait (%s), got %s", d.MaxWait.D(), t.Wait.D())
 		}
+		if t.ApprovalTTL != nil && (*t.ApprovalTTL <= 0 || t.ApprovalTTL.D() > MaxApprovalTTL) {
+			bad(field+".approval_ttl", "must be above 0 and at most %s (the longest approval the guard signs), got %s", MaxApprovalTTL, t.ApprovalTTL.D())
+		}
 		for i, b := range t.Bind {
 			if strings.TrimSpace(b) == "" {
 				bad(fmt.Sprintf("%s.bind[%d]", field, i), "empty argument name")
@@ -229,6 +250,15 @@ func (p *Policy) WaitFor(tool string, requested time.Duration) time.Duration {
 		return t.Wait.D()
 	}
 	return d.Wait.D()
+}
+
+// ApprovalTTLFor is how long an ALLOW of tool's approval stays valid: the
+// tool's approval_ttl, else the defaults'.
+func (p *Policy) ApprovalTTLFor(tool string) time.Duration {
+	if t := p.Tools[tool]; t != nil && t.ApprovalTTL != nil {
+		return t.ApprovalTTL.D()
+	}
+	return p.Defaults.ApprovalTTL.D()
 }
 
 // Version identifies the policy's bytes (empty for a policy built in code).

@@ -32,8 +32,26 @@ func TestDefaultPolicy(t *testing.T) {
 	}
 	d := p.Defaults
 	if d.Wait.D() != DefaultWait || d.DuplicateWindow.D() != DefaultDuplicateWindow || d.QuantityWindow.D() != DefaultQuantityWindow ||
-		d.MaxAnswerAge.D() != DefaultMaxAnswerAge || d.DefaultLang != "en" {
+		d.MaxAnswerAge.D() != DefaultMaxAnswerAge || d.DefaultLang != "en" || d.ApprovalTTL.D() != DefaultApprovalTTL {
 		t.Fatalf("defaults = %+v", d)
+	}
+	if got := p.ApprovalTTLFor("anything"); got != time.Minute {
+		t.Errorf("approval TTL of an unlisted tool = %s, want 60s", got)
+	}
+}
+
+func TestApprovalTTLPerTool(t *testing.T) {
+	p, err := ParsePolicy(strings.NewReader("defaults:\n  approval_ttl: 2m\ntools:\n  pay_bill:\n    approval_ttl: 20s\n  submit_appeal: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tool, want := range map[string]time.Duration{"pay_bill": 20 * time.Second, "submit_appeal": 2 * time.Minute, "unlisted": 2 * time.Minute} {
+		if got := p.ApprovalTTLFor(tool); got != want {
+			t.Errorf("ApprovalTTLFor(%s) = %s, want %s", tool, got, want)
+		}
+	}
+	if _, err := ParsePolicy(strings.NewReader("defaults:\n  approval_ttl: 10m\n")); err != nil {
+		t.Errorf("the longest approval the keys sign is refused: %v", err)
 	}
 }
 
@@ -46,6 +64,9 @@ func TestBadPolicyNamesTheField(t *testing.T) {
 		{"bad tool name", "tools:\n  \"bad tool\": {}\n", "tools.bad tool"},
 		{"record without item", "tools:\n  add:\n    record: {quantity: qty}\n", "tools.add.record.item"},
 		{"empty verb", "tools:\n  pay:\n    verbs: {en: [\"\"]}\n", "tools.pay.verbs.en[0]"},
+		{"approval ttl too long", "defaults:\n  approval_ttl: 11m\n", "defaults.approval_ttl"},
+		{"tool approval ttl zero", "tools:\n  pay:\n    approval_ttl: 0s\n", "tools.pay.approval_ttl"},
+		{"tool approval ttl past the keys' bound", "tools:\n  pay:\n    approval_ttl: 1h\n", "tools.pay.approval_ttl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParsePolicy(strings.NewReader(tc.yaml))

@@ -51,6 +51,28 @@ func TestDuplicateGetsOriginalAndItsResult(t *testing.T) {
 	}
 }
 
+// An ALLOW carries the approval TTL of the rules it was judged under: the
+// tool's own, else the defaults'; nothing else does.
+func TestAllowCarriesItsApprovalTTL(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	confirmed(h, "c")
+	v := h.check("c", "submit_appeal", map[string]any{"appeal_id": "A-17"})
+	want(t, v, allow, yesguardv1.Reason_REASON_CONFIRMED)
+	if v.ApprovalTTL != DefaultApprovalTTL {
+		t.Errorf("submit_appeal ALLOW: approval TTL %s, want the default %s", v.ApprovalTTL, DefaultApprovalTTL)
+	}
+	h.say("p", transcript.Agent, "Shall I pay the $20 bill now?")
+	h.say("p", transcript.Caller, "Yes.")
+	v = h.check("p", "pay_bill", map[string]any{"amount": 20})
+	want(t, v, allow, yesguardv1.Reason_REASON_CONFIRMED)
+	if v.ApprovalTTL != 20*time.Second {
+		t.Errorf("pay_bill ALLOW: approval TTL %s, want its own 20s", v.ApprovalTTL)
+	}
+	if dup := h.check("p", "pay_bill", map[string]any{"amount": 20}); dup.ApprovalTTL != 0 {
+		t.Errorf("a %s carries an approval TTL %s", dup.GetOutcome(), dup.ApprovalTTL)
+	}
+}
+
 // A duplicate waits a short time for its running original; when the
 // result comes within it, the duplicate carries it.
 func TestDuplicateWaitsForRunningOriginal(t *testing.T) {

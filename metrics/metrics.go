@@ -82,6 +82,8 @@ var (
 		"Guard calls (Check, Complete, ListDecisions) answered with an error instead of a result, by gRPC code.", "code")
 	Completions = series(Counter, "guard", "completions_total",
 		"Complete calls by result: ok, failed, or unknown (no such allowed decision).", "result")
+	Redeems = series(Counter, "guard", "redeems_total",
+		"Redeem calls by reason: redeemed (execute the action), already_redeemed, approval_expired, approval_mismatch, approval_invalid, or internal (the redeem ledger did not answer).", "reason")
 	DedupeHits = series(Counter, "dedupe", "hits_total",
 		"Repeats caught, by kind: duplicate (the same action again), evidence (a caller turn already used), quantity (the same item again).", "kind")
 
@@ -127,7 +129,7 @@ var (
 	NATSErrors = series(Counter, "nats", "errors_total",
 		"Asynchronous NATS errors (slow consumer, permissions, ...).")
 	ReloadErrors = series(Counter, "", "reload_errors_total",
-		"Reloads (SIGHUP) that failed, by what: policy (with the locales), tokens, tls. What failed keeps what it had.", "what")
+		"Reloads (SIGHUP) that failed, by what: policy (with the locales), tokens, tls, approval_keys. What failed keeps what it had.", "what")
 	RedactionErrors = series(Counter, "decision", "redaction_errors_total",
 		"Decision records whose args or result could not be parsed for redaction; the copy written lost them whole.")
 	// auth (the gRPC interceptors; package auth builds this collector).
@@ -139,7 +141,7 @@ var (
 
 // catalogue lists every series, in the order of the operations guide.
 var catalogue = []Series{
-	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions,
+	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions, Redeems,
 	DecisionLogDropped, DecisionLogWritten,
 	Events, EventsRejected, LimitHits, ActiveCalls, CallsEvicted, StoreBytes, TranscriptCaughtUp, TranscriptPending,
 	DecisionsQueued, DecisionsDropped,

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/yesguard/yesguard/approval"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
 )
@@ -198,11 +199,32 @@ type replica struct {
 }
 
 // startReplica starts a guard on the cluster (or any NATS URL) with three
-// copies of its state.
+// copies of its state. Every replica of a test signs with the same
+// approval keys (sharedKeyDir), as a replica set must.
 func startReplica(t *testing.T, natsURL string, replicas int) *replica {
 	t.Helper()
-	cfg := Config{GRPCAddr: "127.0.0.1:0", NATSURL: natsURL, JSReplicas: replicas, ShutdownTimeout: 10 * time.Second, DataDir: t.TempDir()}
+	cfg := Config{GRPCAddr: "127.0.0.1:0", NATSURL: natsURL, JSReplicas: replicas, ShutdownTimeout: 10 * time.Second, DataDir: t.TempDir(),
+		ApprovalKeyDir: sharedKeyDir(t)}
 	return startReplicaCfg(t, cfg)
+}
+
+// keyDirs holds each running test's shared approval key directory.
+var keyDirs sync.Map // *testing.T → string
+
+// sharedKeyDir is a directory holding one approval key, the same for
+// every call of one test: the replica set's mounted secret.
+func sharedKeyDir(t *testing.T) string {
+	t.Helper()
+	if d, ok := keyDirs.Load(t); ok {
+		return d.(string)
+	}
+	d := t.TempDir()
+	if _, err := approval.GenerateKeyFile(d, time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	keyDirs.Store(t, d)
+	t.Cleanup(func() { keyDirs.Delete(t) })
+	return d
 }
 
 func startReplicaCfg(t *testing.T, cfg Config, opts ...Option) *replica {

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/transcript"
@@ -86,6 +87,9 @@ func DefaultDataDir() string {
 //	NATSPipelinePassword   nats_pipeline_password (the environment only: YESGUARD_NATS_PIPELINE_PASSWORD)
 //	NATSAuth        nats_creds, nats_nkey, nats_token_file, nats_user, nats_password_file, nats_tls_ca, nats_tls_cert, nats_tls_key
 //	RedactDrop, RedactHash, RedactKeyFile, RedactDigits  redact_drop, redact_hash, redact_key_file, redact_digits
+//	ApprovalKeyFiles    approval_key_file (repeatable)
+//	ApprovalKeyDir      approval_key_dir
+//	ApprovalIssuer      approval_issuer
 //
 // docs/security.md says what each security setting stops.
 type Config struct {
@@ -187,6 +191,16 @@ type Config struct {
 	RedactDrop, RedactHash, RedactKeyFile string
 	RedactDigits                          int
 
+	// ApprovalKeyFiles and ApprovalKeyDir are the keys that sign the
+	// approval of every ALLOW (docs/approvals.md, Keys): each file, and
+	// every *.pem of the directory (a mounted secret), read again on
+	// Reload. Both empty: the data directory's keys/ folder, where the
+	// first start generates a key. Replicas must share their keys.
+	ApprovalKeyFiles []string
+	ApprovalKeyDir   string
+	// ApprovalIssuer is the approvals' "iss" claim, which verifiers
+	// expect. Default approval.DefaultIssuer ("yesguard").
+	ApprovalIssuer string
 	// TranscriptMaxLag: while events are pending on the transcript stream
 	// and the last one applied was stored longer ago than this, the
 	// ingester reports it lags (StreamIngester.Behind). Checks do not
@@ -260,6 +274,9 @@ func (c *Config) SetDefaults() {
 			c.DecisionsPerCall = decisions.DefaultMaxPerCall
 		}
 	}
+	if c.ApprovalIssuer == "" {
+		c.ApprovalIssuer = approval.DefaultIssuer
+	}
 }
 
 // Validate reports every problem at once, each naming its field's key. It
@@ -307,6 +324,14 @@ func (c *Config) Validate() error {
 	case StateMemory:
 	default:
 		bad("state", fmt.Errorf("%q is not jetstream or memory", c.State))
+	}
+	if strings.TrimSpace(c.ApprovalIssuer) != c.ApprovalIssuer || len(c.ApprovalIssuer) > 256 || strings.IndexFunc(c.ApprovalIssuer, unicode.IsControl) >= 0 {
+		bad("approval_issuer", fmt.Errorf("%q: at most 256 characters, no control characters or surrounding spaces", c.ApprovalIssuer))
+	}
+	for i, f := range c.ApprovalKeyFiles {
+		if strings.TrimSpace(f) == "" {
+			bad(fmt.Sprintf("approval_key_file[%d]", i), errors.New("empty path"))
+		}
 	}
 	if c.JSReplicas != 1 && c.JSReplicas != 3 && c.JSReplicas != 5 {
 		bad("js_replicas", fmt.Errorf("%d: want 1, 3 or 5", c.JSReplicas))

@@ -95,6 +95,27 @@ func TestFaultIdenticalChecksAcrossReplicas(t *testing.T) {
 			t.Fatalf("%s: %v, want 1 ALLOW and 8 DUPLICATE", call, n)
 		}
 	}
+	// The ALLOW's approval, redeemed on every replica at once (R3
+	// approvals bucket): exactly one redeem wins.
+	token := l.answered[l.allowed[calls[1]][0]].GetApproval()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	redeemed := map[yesguardv1.Reason]int{}
+	for _, r := range rs {
+		for range 3 {
+			wg.Go(func() {
+				resp := r.redeem(t, token, appealArgs, appealTool, calls[1])
+				mu.Lock()
+				redeemed[resp.GetReason()]++
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	if redeemed[yesguardv1.Reason_REASON_REDEEMED] != 1 || redeemed[yesguardv1.Reason_REASON_ALREADY_REDEEMED] != 8 {
+		t.Fatalf("9 concurrent redeems on 3 replicas: %v, want 1 REDEEMED and 8 ALREADY_REDEEMED", redeemed)
+	}
+
 	// A Complete on replica 2 reaches a duplicate on replica 0.
 	allowID := l.allowed[calls[0]][0]
 	result, _ := structpb.NewStruct(map[string]any{"ticket": "T-1"})
@@ -186,6 +207,10 @@ func TestFaultEmbeddedServerRestart(t *testing.T) {
 	if again.GetOutcome() != yesguardv1.Outcome_OUTCOME_DUPLICATE || again.GetOriginalDecisionId() != first.GetDecisionId() {
 		t.Fatalf("after the restart: %s/%s original %q, want DUPLICATE of %s", again.GetOutcome(), again.GetReason(), again.GetOriginalDecisionId(), first.GetDecisionId())
 	}
+	// The key and the approvals bucket are in the data directory too: the
+	// approval from before the restart redeems, once.
+	wantReason(t, "an approval from before the restart", r2.redeem(t, first.GetApproval(), appealArgs, appealTool, call), yesguardv1.Reason_REASON_REDEEMED)
+	wantReason(t, "its second redeem", r2.redeem(t, first.GetApproval(), appealArgs, appealTool, call), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
 	if _, err := r2.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: first.GetDecisionId()}); err != nil {
 		t.Fatalf("Complete of the decision made before the restart: %v", err)
 	}

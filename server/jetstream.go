@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/dedupe"
 	"github.com/yesguard/yesguard/metrics"
@@ -60,7 +61,8 @@ type jsState struct {
 	book     atomic.Pointer[dedupe.KV]
 	store    atomic.Pointer[decisions.Stream]
 	ingester atomic.Pointer[transcript.StreamIngester]
-	// ready is closed once all three are set.
+	ledger   atomic.Pointer[approval.Ledger]
+	// ready is closed once all four are set.
 	ready chan struct{}
 }
 
@@ -228,6 +230,9 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	if s.js.store.Load() == nil {
 		s.js.store.Store(decisions.NewStream(js, DecisionStream, decisions.DefaultSubjectPrefix))
 	}
+	if err := s.setUpLedger(actx, js); err != nil {
+		return err
+	}
 	in := transcript.NewStreamIngester(js, tstream, c.SubjectPrefix, s.store, c.Limits, s.log, s.tmetrics,
 		transcript.StreamOptions{OnChange: s.updateFeedHealth, MaxLag: c.TranscriptMaxLag})
 	if err := in.Start(actx); err != nil {
@@ -236,7 +241,7 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	s.js.ingester.Store(in)
 	s.log.Info("JetStream state set up",
 		zap.String("transcript_stream", tstream), zap.String("decision_stream", DecisionStream),
-		zap.String("bucket", StateBucket), zap.Int("replicas", c.JSReplicas))
+		zap.String("bucket", StateBucket), zap.String("approvals_bucket", ApprovalsBucket), zap.Int("replicas", c.JSReplicas))
 	return nil
 }
 

@@ -2,15 +2,19 @@
 // transcript feed (NATS, embedded or external), the engine (guard) and its
 // gRPC service, the dedupe book, the decision store and the decision log
 // behind one gRPC listener and one HTTP listener, and owns their
-// lifecycle. With the JetStream state (the default) the book, the store
-// and the transcript live in JetStream, shared by every replica on the
-// NATS; with the memory state, in this process. The yesguard command only
-// parses flags into a Config and runs a Server; tests run one in-process
-// on 127.0.0.1:0.
+// lifecycle. With the JetStream state (the default) the book, the store,
+// the approvals' redeem ledger and the transcript live in JetStream,
+// shared by every replica on the NATS; with the memory state, in this
+// process. The approval keys come from files (or the data directory,
+// where the first start generates one); the HTTP listener publishes their
+// public half at /.well-known/jwks.json, and Reload (SIGHUP) rotates them.
+// The yesguard command only parses flags into a Config and runs a Server;
+// tests run one in-process on 127.0.0.1:0.
 //
 // Rules that hold:
-//   - A bad config, policy or locale stops New with an error naming the
-//     field; nothing is listening yet.
+//   - A bad config, policy, locale or approval key (none that signs now
+//     included) stops New with an error naming the field; nothing is
+//     listening yet.
 //   - Stop is bounded by its context and by Config.ShutdownTimeout, runs
 //     once, and tears down in order: health NOT_SERVING, gRPC graceful stop
 //     (in-flight Checks finish), HTTP shutdown, transcript ingester, the
@@ -48,6 +52,7 @@ import (
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/decisionlog"
 	"github.com/yesguard/yesguard/decisions"
@@ -165,6 +170,7 @@ type Server struct {
 	js         *jsState          // state jetstream only
 	guard      *guard.Guard
 	service    *service.Service
+	approvals  *approvals
 	dlog       *decisionlog.Logger // nil when the sink came from WithDecisionSink
 	timeline   *timeline.Handler
 
@@ -177,6 +183,8 @@ type Server struct {
 	natsAuth   []nats.Option      // the guard's credentials and TLS for NATS
 	redactor   *redact.Redactor
 	secMetrics securityMetrics
+	// replica names this process in its records and ledger entries.
+	replica string
 
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
@@ -276,6 +284,10 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		s.js.registerMetrics(reg)
 		s.book, s.records = stateBook{s.js}, stateStore{s.js}
 	}
+	s.replica = replicaName()
+	if err := s.newApprovals(); err != nil {
+		return nil, err
+	}
 
 	sink := o.sink
 	if sink == nil {
@@ -307,7 +319,8 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		Book:        s.book,
 		Store:       s.records,
 		Sink:        sink,
-		Replica:     replicaName(),
+		Replica:     s.replica,
+		Approvals:   s.approvals.svc,
 		Registerer:  reg,
 		Logger:      s.log.Named("service"),
 		Redact:      s.redactDecision,
@@ -352,11 +365,12 @@ func loadRules(cfg *Config) (*guard.Policy, *patterns.Set, error) {
 	return policy, locales, errors.Join(errs...)
 }
 
-// Reload re-reads the policy and the locales, the token file and the gRPC
-// TLS files, and swaps each in; Checks under way finish with the rules
-// they started with, connections made keep their keys. Each part that
-// fails keeps what it had, is counted (yesguard_reload_errors_total) and
-// is in the returned error; the others are reloaded all the same.
+// Reload re-reads the policy and the locales, the token file, the gRPC
+// TLS files and the approval keys (a rotation), and swaps each in; Checks
+// under way finish with the rules they started with, connections made keep
+// their keys. Each part that fails keeps what it had, is counted
+// (yesguard_reload_errors_total) and is in the returned error; the others
+// are reloaded all the same.
 func (s *Server) Reload() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
@@ -366,6 +380,10 @@ func (s *Server) Reload() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, s.reloadSecurity()...)
+	if err := s.reloadApprovalKeys(); err != nil {
+		s.secMetrics.reloadErrors.WithLabelValues("approval_keys").Inc()
+		errs = append(errs, fmt.Errorf("the old approval keys stay: %w", err))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
@@ -374,11 +392,11 @@ func (s *Server) Reload() error {
 
 func (s *Server) reloadRules() error {
 	policy, locales, err := loadRules(&s.cfg)
-	if err != nil {
-		return err
+	if err == nil {
+		err = s.guard.Reload(policy, locales)
 	}
-	if err := s.guard.Reload(policy, locales); err != nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("the old policy and locales stay: %w", err)
 	}
 	warnSharedObjects(s.log, policy)
 	s.log.Info("policy and locales reloaded",
@@ -574,6 +592,8 @@ func (s *Server) httpHandler() http.Handler {
 			_, _ = w.Write([]byte("ok\n"))
 		}
 	})
+	// The approvals' public keys, for backends to verify offline.
+	mux.Handle(approval.JWKSPath, approval.JWKSHandler(s.approvals.keys, 0))
 	mux.Handle(timeline.Path, s.timeline)
 	mux.Handle(timeline.Path+"/", s.timeline)
 	return mux

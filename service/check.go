@@ -53,6 +53,7 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 		RespondingToMS: req.GetRespondingToMs(),
 		Wait:           time.Duration(req.GetWaitMs()) * time.Millisecond,
 	})
+	token, claims := s.issue(ctx, req, hash, v)
 	d := &yesguardv1.Decision{
 		DecisionId:         v.DecisionID,
 		Time:               timestamppb.New(start),
@@ -72,6 +73,9 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 		Kind:               yesguardv1.DecisionKind_DECISION_KIND_CHECK,
 		Replica:            s.cfg.Replica,
 	}
+	if claims != nil {
+		d.ApprovalKeyId, d.ApprovalExpiresAt = claims.KeyID, timestamppb.New(claims.ExpiresAt)
+	}
 	s.record(ctx, d)
 
 	tool := req.GetTool()
@@ -84,7 +88,11 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 	if kind := hitKind(v.Reason); kind != "" {
 		s.m.hits.WithLabelValues(kind).Inc()
 	}
-	return answer(v, req.GetIncludeEvidence()), nil
+	resp := answer(v, req.GetIncludeEvidence())
+	if claims != nil {
+		resp.Approval, resp.ApprovalExpiresAt = token, timestamppb.New(claims.ExpiresAt)
+	}
+	return resp, nil
 }
 
 // answer is the wire answer of a verdict: the short evidence always, the
@@ -110,9 +118,9 @@ func answer(v *guard.Verdict, full bool) *yesguardv1.CheckResponse {
 	return resp
 }
 
-// record writes d, redacted, to the sink and the store. The caller may
-// have gone: the store is given a context that its cancellation does not
-// end.
+// record writes d, redacted, to the sink and, when it names a call, the
+// store. The caller may have gone: the store is given a context that its
+// cancellation does not end.
 func (s *Service) record(ctx context.Context, d *yesguardv1.Decision) {
 	if s.cfg.Redact != nil {
 		d = s.cfg.Redact(d)
@@ -124,7 +132,7 @@ func (s *Service) record(ctx context.Context, d *yesguardv1.Decision) {
 	} else if s.cfg.Sink != nil {
 		s.cfg.Sink.Write(d)
 	}
-	if s.cfg.Store == nil {
+	if s.cfg.Store == nil || d.GetCallId() == "" {
 		return
 	}
 	timeout := storeTimeout

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/oklog/ulid/v2"
+	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -18,15 +19,18 @@ import (
 )
 
 // Complete reports an allowed action's result to the book, so that its
-// duplicates get the result, and writes a Complete record. Only the
+// duplicates get the result, brings its approval's ledger entry in step
+// (closeApproval), and writes a Complete record. An approval in the
+// request authorises it for that approval's decision only. Only the
 // pipeline role may (auth): a failed Complete frees the reservation.
 func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest) (*yesguardv1.CompleteResponse, error) {
 	if err := auth.RequireRole(ctx, auth.RolePipeline); err != nil {
 		s.CountError(codes.PermissionDenied)
 		return nil, err
 	}
-	if err := validateID("decision_id", req.GetDecisionId(), true); err != nil {
-		return nil, s.invalid(fmt.Errorf("%w: the decision_id of the ALLOW whose result this is", err))
+	id, claims, err := s.completeAuthority(req)
+	if err != nil {
+		return nil, err
 	}
 	resultJSON := []byte(nil)
 	if req.GetResult() != nil {
@@ -36,22 +40,41 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 		}
 		resultJSON = b
 	}
-	key, err := s.cfg.Book.Complete(ctx, req.GetDecisionId(), req.GetResult(), req.GetFailed())
+	key, err := s.cfg.Book.Complete(ctx, id, req.GetResult(), req.GetFailed())
 	result := "ok"
 	if req.GetFailed() {
 		result = "failed"
 	}
+	note, ledgerErr, ledgerOnly := "", error(nil), false
+	if errors.Is(err, dedupe.ErrUnknownDecision) && claims != nil {
+		// A failure released the action from the book, and a retry
+		// redeemed its approval again: that retry's outcome is the
+		// ledger's alone.
+		key, ledgerOnly = dedupe.Key{CallID: claims.CallID, Tool: claims.Tool, ArgsHash: claims.ArgsHash}, true
+		note, err = s.completeInLedger(ctx, id, req.GetFailed())
+	}
 	switch {
+	case err == nil && !ledgerOnly:
+		note, ledgerErr = s.closeApproval(ctx, id, req.GetFailed())
 	case err == nil:
+	case ledgerOnly:
+		result = "unknown"
 	case errors.Is(err, dedupe.ErrUnknownDecision):
 		result = "unknown"
-		err = status.Errorf(codes.NotFound, "decision_id %q: no allowed action is held for it (never allowed, already failed, or expired)", req.GetDecisionId())
+		err = status.Errorf(codes.NotFound, "decision_id %q: no allowed action is held for it (never allowed, already failed, or expired)", id)
 	case errors.Is(err, dedupe.ErrAlreadyCompleted):
 		result = "unknown"
-		err = status.Errorf(codes.FailedPrecondition, "decision_id %q: its result was already reported", req.GetDecisionId())
+		if !req.GetFailed() {
+			// A retry of a success whose approval was not closed (below)
+			// closes it now; Done is idempotent.
+			if _, cerr := s.closeApproval(ctx, id, false); cerr != nil {
+				s.cfg.Logger.Warn("a completed action's approval is still not closed", zap.String("decision_id", id), zap.Error(cerr))
+			}
+		}
+		err = status.Errorf(codes.FailedPrecondition, "decision_id %q: its result was already reported", id)
 	default:
 		result = "unknown"
-		err = status.Errorf(codes.Unavailable, "complete %q: the shared decision state did not answer; retry: %v", req.GetDecisionId(), err)
+		err = status.Errorf(codes.Unavailable, "complete %q: the shared decision state did not answer; retry: %v", id, err)
 	}
 	s.m.completions.WithLabelValues(result).Inc()
 	if err != nil {
@@ -66,7 +89,7 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 		ArgsHash:           key.ArgsHash,
 		Reason:             yesguardv1.Reason_REASON_COMPLETED,
 		Message:            "the allowed action completed; its duplicates get this result",
-		OriginalDecisionId: req.GetDecisionId(),
+		OriginalDecisionId: id,
 		Result:             string(resultJSON),
 		Kind:               yesguardv1.DecisionKind_DECISION_KIND_COMPLETE,
 		Replica:            s.cfg.Replica,
@@ -75,7 +98,21 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 		d.Reason = yesguardv1.Reason_REASON_FAILED
 		d.Message = "the allowed action failed: its reservation is released and a retry is judged afresh"
 	}
+	if ledgerOnly {
+		d.Message = note
+	} else {
+		d.Message += note
+	}
+	if ledgerErr != nil {
+		d.Message += "; its approval could not be closed (the redeem ledger did not answer) until the Complete is retried"
+	}
 	s.record(ctx, d)
+	if ledgerErr != nil {
+		// The book took the result (the record says so), but the approval
+		// could still be redeemed: the caller must retry, which closes it.
+		s.CountError(codes.Unavailable)
+		return nil, status.Errorf(codes.Unavailable, "decision_id %q: the result is recorded, but its approval could not be closed (the redeem ledger did not answer): retry the Complete: %v", id, ledgerErr)
+	}
 	return &yesguardv1.CompleteResponse{DecisionId: d.DecisionId}, nil
 }
 

@@ -3,13 +3,25 @@
 // validation (InvalidArgument naming the field), the canonical arguments
 // and their hash, decision ids (ULIDs), the decision record and where it
 // goes (the decision sink and the decision store), Complete,
-// ListDecisions, and the metrics labelled by tool, outcome, reason and
-// gRPC code.
+// ListDecisions, the signed approval of every ALLOW and its Redeem, and
+// the metrics labelled by tool, outcome, reason and gRPC code.
 //
 // Rules that hold:
 //   - Every Check that passes validation writes exactly one decision
 //     record, to the sink and to the store, even when its caller has gone
-//     away; so does every Complete that finds its decision.
+//     away; so does every Complete that finds its decision, and every
+//     Redeem that passes validation (kind REDEEM, original_decision_id the
+//     ALLOW). A record with no call id (the Redeem of a token whose
+//     signature did not verify) goes to the sink only: the store keys
+//     records by call.
+//   - With Approvals configured, every ALLOW carries its approval, signed
+//     before the answer; an ALLOW whose approval cannot be signed is
+//     refused (INTERNAL) and its reservation released. A Redeem executes
+//     the action at most once across every replica sharing the ledger:
+//     it answers REDEEMED only after the ledger's atomic claim. A
+//     successful Complete closes the decision's approval for good; a
+//     failed one reopens it, once the book (or, for a retry the book no
+//     longer holds, the approval's ledger entry) took the report.
 //   - A record is not changed once written; the answer shares its
 //     evidence.
 //   - The Check answer carries the short evidence (question sentence,
@@ -61,6 +73,9 @@ type Config struct {
 	Sink DecisionSink
 	// Replica names this guard in the records it writes.
 	Replica string
+	// Approvals signs the approval of every ALLOW and redeems them; nil
+	// issues none, and Redeem answers FailedPrecondition.
+	Approvals *Approvals
 	// Registerer receives the service's collectors; nil leaves them
 	// unregistered.
 	Registerer prometheus.Registerer
@@ -76,8 +91,7 @@ type Config struct {
 	RedactTurns func([]*yesguardv1.Turn) []*yesguardv1.Turn
 }
 
-// Service implements yesguardv1.GuardServer. Redeem is not served yet
-// (Unimplemented).
+// Service implements yesguardv1.GuardServer.
 type Service struct {
 	yesguardv1.UnimplementedGuardServer
 
@@ -91,6 +105,7 @@ type serviceMetrics struct {
 	errors        *prometheus.CounterVec   // code
 	completions   *prometheus.CounterVec   // result
 	hits          *prometheus.CounterVec   // kind
+	redeems       *prometheus.CounterVec   // reason
 }
 
 // New builds a service over cfg.Engine.
@@ -108,6 +123,7 @@ func New(cfg Config) *Service {
 		errors:        metrics.NewCounterVec(reg, metrics.CheckErrors),
 		completions:   metrics.NewCounterVec(reg, metrics.Completions),
 		hits:          metrics.NewCounterVec(reg, metrics.DedupeHits),
+		redeems:       metrics.NewCounterVec(reg, metrics.Redeems),
 	}}
 }
 

@@ -50,15 +50,18 @@ func (s *memSink) all() []*yesguardv1.Decision {
 // and memory decision store; events go to the store directly (the NATS
 // path is tested in server/).
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	svc   *Service
 	store *transcript.Store
+	book  *dedupe.Memory
 	sink  *memSink
 	reg   *prometheus.Registry
 	seq   uint64
 }
 
-func newHarness(t *testing.T) *harness {
+// newHarness builds the harness; each of with edits the service's config
+// before it is built.
+func newHarness(t testing.TB, with ...func(*Config)) *harness {
 	t.Helper()
 	pol, err := guard.LoadPolicy("../guard/testdata/policy.yaml")
 	if err != nil {
@@ -75,7 +78,12 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.svc = New(Config{Engine: eng, Book: book, Store: decisions.NewMemory(decisions.MemoryLimits{}), Sink: h.sink, Registerer: reg, Replica: "r1"})
+	h.book = book
+	cfg := Config{Engine: eng, Book: book, Store: decisions.NewMemory(decisions.MemoryLimits{}), Sink: h.sink, Registerer: reg, Replica: "r1"}
+	for _, w := range with {
+		w(&cfg)
+	}
+	h.svc = New(cfg)
 	return h
 }
 

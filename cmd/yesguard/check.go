@@ -17,7 +17,8 @@ func runCheck(ctx context.Context, args []string, e *env) int {
 	const name = "check"
 	fs, c := clientFlagSet(name, "<call> <tool> ['<json args>']",
 		"Calls Check for the tool call and prints the decision: outcome, reason, the evidence\n"+
-			"turns, what matched, how long the guard waited, and the message for the model.\n"+
+			"turns, what matched, how long the guard waited, the message for the model, and for an\n"+
+			"ALLOW its signed approval (for 'yesguard redeem' or the backend) and when it expires.\n"+
 			"Exits 0 whatever the outcome; 1 when the guard cannot be asked.", e, true, false)
 	responseID := fs.String("response-id", "", "the model response that made this call (`id`)")
 	toolCallID := fs.String("tool-call-id", "", "the model's own `id` for the call; logged")
@@ -74,5 +75,9 @@ func runCheck(ctx context.Context, args []string, e *env) int {
 		return exitOK
 	}
 	newPrinter(e.stdout, e).decision(decisionOf(req, resp, argsJSON), "")
+	if a := resp.GetApproval(); a != "" {
+		fmt.Fprintf(e.stdout, "  %-9s %s\n", "approval", a)
+		fmt.Fprintf(e.stdout, "  %-9s %s\n", "", "expires "+resp.GetApprovalExpiresAt().AsTime().Local().Format(time.RFC3339)+"; redeem it: yesguard redeem <approval> '<json args>'")
+	}
 	return exitOK
 }

@@ -321,3 +321,45 @@ func TestProbeCommandFails(t *testing.T) {
 	r = runCmd(t, guardEnv(srv), "probe", "--json")
 	r.expect(t, exitError, `"failed": `)
 }
+
+// TestCheckRedeemComplete is the life of an approval through the commands:
+// check prints it, redeem redeems it once (exit 0), refuses it again and
+// for other arguments (exit 1, with the reason), complete --approval
+// reports a failure with it alone, and a retry redeems again.
+func TestCheckRedeemComplete(t *testing.T) {
+	srv := startGuard(t, "")
+	vars := guardEnv(srv)
+	const call = "cli-redeem"
+	runCmd(t, vars, "say", call, "agent", "Shall I submit your appeal A-7 now?").expect(t, exitOK)
+	runCmd(t, vars, "say", call, "caller", "Yes please.").expect(t, exitOK)
+	allowed := runCmd(t, vars, "check", call, "submit_appeal", `{"appeal_id":"A-7"}`)
+	allowed.expect(t, exitOK, "ALLOW confirmed", "approval  ", "expires ")
+	_, rest, _ := strings.Cut(allowed.stdout, "approval  ")
+	token := strings.Fields(rest)[0]
+	if strings.Count(token, ".") != 2 {
+		t.Fatalf("check printed %q as the approval", token)
+	}
+
+	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7"}`, "--tool", "submit_appeal", "--call", call).
+		expect(t, exitOK, "REDEEMED redeemed  submit_appeal", "allowed   ", "call      "+call, "backend   Redeemed: execute submit_appeal once")
+	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7"}`).expect(t, exitError, "REFUSED already_redeemed", "Do not execute")
+	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-8"}`).expect(t, exitError, "REFUSED approval_mismatch")
+	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7","appeal_id":"A-8"}`).expect(t, exitUsage)
+
+	runCmd(t, vars, "complete", "--approval", token, "--failed").expect(t, exitOK, "reported failed")
+	r := runCmd(t, vars, "redeem", "--json", token, `{"appeal_id":"A-7"}`)
+	r.expect(t, exitOK)
+	var resp struct {
+		Reason            string `json:"reason"`
+		AllowedDecisionID string `json:"allowed_decision_id"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &resp); err != nil || resp.Reason != "REASON_REDEEMED" || resp.AllowedDecisionID == "" {
+		t.Fatalf("redeem --json after the failure: %+v, %v\n%s", resp, err, r.stdout)
+	}
+	runCmd(t, vars, "complete", "--approval", token, `{"status":"filed"}`).expect(t, exitOK, "result reported")
+	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7"}`).expect(t, exitError, "REFUSED already_redeemed", "already reported done")
+
+	runCmd(t, vars, "decisions", call).expect(t, exitOK,
+		"5 redeems", "approval  signed by key ", "REDEEMED redeemed  submit_appeal", "REDEEM REFUSED approval_mismatch", "of        "+resp.AllowedDecisionID)
+	runCmd(t, vars, "complete").expect(t, exitUsage)
+}

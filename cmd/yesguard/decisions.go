@@ -69,11 +69,13 @@ func runDecisions(ctx context.Context, args []string, e *env) int {
 		return code
 	}
 	p := newPrinter(e.stdout, e)
-	checks, refused, completes := 0, 0, 0
+	checks, refused, completes, redeems := 0, 0, 0, 0
 	for _, d := range ds {
 		switch {
 		case d.GetKind() == yesguardv1.DecisionKind_DECISION_KIND_COMPLETE:
 			completes++
+		case d.GetKind() == yesguardv1.DecisionKind_DECISION_KIND_REDEEM:
+			redeems++
 		case d.GetOutcome() == yesguardv1.Outcome_OUTCOME_REFUSE:
 			refused++
 			checks++
@@ -84,6 +86,9 @@ func runDecisions(ctx context.Context, args []string, e *env) int {
 	head := fmt.Sprintf("call %s: %s, %d refused", call, plural(checks, "decision"), refused)
 	if completes > 0 {
 		head += ", " + plural(completes, "completion")
+	}
+	if redeems > 0 {
+		head += ", " + plural(redeems, "redeem")
 	}
 	fmt.Fprintln(e.stdout, head)
 	for _, d := range ds {

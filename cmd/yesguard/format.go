@@ -68,8 +68,12 @@ func (p printer) outcome(o yesguardv1.Outcome) string {
 // decision writes one decision's block, each line after indent.
 func (p printer) decision(d *yesguardv1.Decision, indent string) {
 	w := p.w
-	if d.GetKind() == yesguardv1.DecisionKind_DECISION_KIND_COMPLETE {
+	switch d.GetKind() {
+	case yesguardv1.DecisionKind_DECISION_KIND_COMPLETE:
 		p.completion(d, indent)
+		return
+	case yesguardv1.DecisionKind_DECISION_KIND_REDEEM:
+		p.redemption(d, indent)
 		return
 	}
 	head := fmt.Sprintf("%s %s  %s", p.outcome(d.GetOutcome()), reasonName(d.GetReason()), d.GetTool())
@@ -119,9 +123,39 @@ func (p printer) decision(d *yesguardv1.Decision, indent string) {
 	if s := d.GetOriginalDecisionId(); s != "" {
 		line("original", s)
 	}
+	if k := d.GetApprovalKeyId(); k != "" {
+		line("approval", "signed by key "+k+", expires "+d.GetApprovalExpiresAt().AsTime().Local().Format("15:04:05"))
+	}
 	if s := d.GetMessage(); s != "" {
 		line("model", s)
 	}
+}
+
+// redemption writes a Redeem record's block: the ALLOW it redeems (when
+// the approval verified), its verdict and what the backend was told.
+func (p printer) redemption(d *yesguardv1.Decision, indent string) {
+	word := "REDEEM REFUSED"
+	if d.GetReason() == yesguardv1.Reason_REASON_REDEEMED {
+		word = "REDEEMED"
+	}
+	head := p.paint(ansiBold, word) + " " + reasonName(d.GetReason()) + "  " + d.GetTool()
+	if a := d.GetArgs(); a != "" && a != "{}" {
+		head += " " + a
+	}
+	fmt.Fprintf(p.w, "%s%s\n", indent, head)
+	line := func(label, text string) {
+		if text != "" {
+			fmt.Fprintf(p.w, "%s  %-9s %s\n", indent, label, text)
+		}
+	}
+	id := d.GetDecisionId()
+	if t := d.GetTime(); t != nil {
+		id += "  at " + t.AsTime().Local().Format("15:04:05.000")
+	}
+	line("record", id)
+	line("of", d.GetOriginalDecisionId())
+	line("why", d.GetEvidence().GetDetail())
+	line("backend", d.GetMessage())
 }
 
 // completion writes a Complete record's block: which ALLOW it reports,

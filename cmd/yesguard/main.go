@@ -1,13 +1,13 @@
 // Command yesguard runs the guard (serve, the default) and the tools around
 // it. serve only parses flags into a server.Config and runs package server;
-// say, check, complete, decisions and probe talk to a running guard over
-// its public contract only (NATS and gRPC), as a pipeline or a buyer would;
-// test (package policytest) and replay (package replay) judge in process,
-// through the engine, with no guard running.
+// say, check, complete, redeem, decisions and probe talk to a running
+// guard over its public contract only (NATS and gRPC), as a pipeline, a
+// backend or a buyer would; test (package policytest) and replay (package
+// replay) judge in process, through the engine, with no guard running.
 //
 // Exit codes: 0 success, 1 runtime error (for probe: a probe failed; for
 // decisions: none found; for test: a test failed; for replay: a decision
-// changed), 2 bad flags or config.
+// changed; for redeem: the approval was refused), 2 bad flags or config.
 package main
 
 import (
@@ -47,7 +47,8 @@ var commands = map[string]command{
 	"version":     {"print the version", runVersion},
 	"say":         {"publish a transcript event: say <call> <caller|agent> <text>", runSay},
 	"check":       {"ask the guard about a tool call and print the decision: check <call> <tool> ['<json args>']", runCheck},
-	"complete":    {"report an allowed call's result: complete <decision_id> ['<json result>']", runComplete},
+	"complete":    {"report an allowed call's result: complete <decision_id> ['<json result>'] (or --approval <approval>)", runComplete},
+	"redeem":      {"redeem an ALLOW's approval as a backend does before it acts: redeem <approval> ['<json args>']; exit 1 if refused", runRedeem},
 	"decisions":   {"print a call's evidence and refusal log: decisions <call>", runDecisions},
 	"probe":       {"run the buyer's probes against a running guard; exit 1 if one fails", runProbe},
 	"token":       {"make a gRPC bearer token and its entry for --grpc-tokens (token hash: an existing token's)", runToken},
@@ -98,7 +99,7 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nRun 'yesguard <command> -h' for a command's flags. Every flag of serve can also be\n"+
 		"set with an environment variable, %s<FLAG> (--grpc-addr is %sGRPC_ADDR); the flag wins.\n"+
-		"say, check, complete, decisions and probe read the same variables for --grpc-addr, --nats-url and\n"+
+		"say, check, complete, redeem, decisions and probe read the same variables for --grpc-addr, --nats-url and\n"+
 		"--subject-prefix, so they find the guard that serve started.\n", envPrefix, envPrefix)
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestParseServeFlags(t *testing.T) {
 		{
 			name: "defaults",
 			check: func(t *testing.T, c server.Config) {
-				if c != defaults {
+				if !reflect.DeepEqual(c, defaults) {
 					t.Errorf("got %+v\nwant %+v", c, defaults)
 				}
 			},
@@ -62,7 +63,7 @@ func TestParseServeFlags(t *testing.T) {
 				want.HTTPAddr, want.PolicyPath, want.LocalesDir = ":9100", "/etc/yesguard/policy.yaml", "/etc/yesguard/locales"
 				want.SubjectPrefix, want.DecisionLog, want.LogLevel = "acme.calls", "/var/log/yesguard.jsonl", "debug"
 				want.ShutdownTimeout = 3 * time.Second
-				if c != want {
+				if !reflect.DeepEqual(c, want) {
 					t.Errorf("got %+v\nwant %+v", c, want)
 				}
 			},
@@ -106,6 +107,24 @@ func TestParseServeFlags(t *testing.T) {
 			check: func(t *testing.T, c server.Config) {
 				if c.HTTPAddr != "" {
 					t.Errorf("HTTPAddr = %q, want empty", c.HTTPAddr)
+				}
+			},
+		},
+		{
+			name: "approval keys",
+			args: []string{"--approval-key-file=/k/a.pem", "--approval-key-file", "/k/b.pem,/k/c.pem", "--approval-key-dir=/keys", "--approval-issuer=acme-guard"},
+			check: func(t *testing.T, c server.Config) {
+				if !reflect.DeepEqual(c.ApprovalKeyFiles, []string{"/k/a.pem", "/k/b.pem", "/k/c.pem"}) || c.ApprovalKeyDir != "/keys" || c.ApprovalIssuer != "acme-guard" {
+					t.Errorf("approval flags: %q %q %q", c.ApprovalKeyFiles, c.ApprovalKeyDir, c.ApprovalIssuer)
+				}
+			},
+		},
+		{
+			name: "approval keys from the environment",
+			env:  map[string]string{"YESGUARD_APPROVAL_KEY_FILE": "/k/a.pem, /k/b.pem", "YESGUARD_APPROVAL_KEY_DIR": "/run/secrets/yesguard"},
+			check: func(t *testing.T, c server.Config) {
+				if !reflect.DeepEqual(c.ApprovalKeyFiles, []string{"/k/a.pem", "/k/b.pem"}) || c.ApprovalKeyDir != "/run/secrets/yesguard" || c.ApprovalIssuer != "yesguard" {
+					t.Errorf("approval variables: %q %q %q", c.ApprovalKeyFiles, c.ApprovalKeyDir, c.ApprovalIssuer)
 				}
 			},
 		},
@@ -238,7 +257,7 @@ func TestHealthcheck(t *testing.T) {
 // signal would.
 func TestServe(t *testing.T) {
 	decisions := filepath.Join(t.TempDir(), "decisions.log")
-	args := []string{"--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--decision-log=" + decisions}
+	args := []string{"--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--decision-log=" + decisions, "--data-dir=" + t.TempDir()}
 	vars := map[string]string{"YESGUARD_NATS_LISTEN": "127.0.0.1:0"}
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -31,6 +31,7 @@ var serveFlags = []string{
 	"nats-pipeline-password-file", "nats-pipeline-nkey",
 	"nats-creds", "nats-nkey", "nats-token-file", "nats-user", "nats-password-file", "nats-tls-ca", "nats-tls-cert", "nats-tls-key",
 	"redact-drop", "redact-hash", "redact-key-file", "redact-digits",
+	"approval-key-file", "approval-key-dir", "approval-issuer",
 }
 
 // parseServeFlags maps serve's flags, then the environment, onto a
@@ -42,7 +43,7 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: yesguard [serve] [flags]\n\nRuns the guard. Flags:\n")
 		fs.PrintDefaults()
-		fmt.Fprintf(fs.Output(), "\nSIGHUP reloads the policy, the locales, the token file and the gRPC TLS files.\n"+
+		fmt.Fprintf(fs.Output(), "\nSIGHUP reloads the policy, the locales, the token file, the gRPC TLS files and the approval keys.\n"+
 			"%s is the embedded NATS pipeline user's password (no flag: ps shows command lines).\n"+
 			"docs/security.md says what each security flag stops. Run 'yesguard help' for the other commands.\n", auth.PipelinePasswordEnv)
 	}
@@ -103,6 +104,9 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	fs.StringVar(&cfg.RedactHash, "redact-hash", "", "comma-separated dotted `paths` of argument fields replaced by a keyed hash in the decision records")
 	fs.StringVar(&cfg.RedactKeyFile, "redact-key-file", "", "`file` of the --redact-hash key (at least 32 bytes; replicas share it)")
 	fs.IntVar(&cfg.RedactDigits, "redact-digits", 0, "mask every run of at least this many `digits` in the records' speech (0: none)")
+	fs.Var(listFlag{&cfg.ApprovalKeyFiles}, "approval-key-file", "approval signing key PEM `file` (Ed25519 PKCS#8); repeat it, or list files comma-separated; read again on SIGHUP")
+	fs.StringVar(&cfg.ApprovalKeyDir, "approval-key-dir", cfg.ApprovalKeyDir, "`dir`ectory of approval key *.pem files (a mounted secret), read again on SIGHUP; with no key flag: <data-dir>/keys, generated at first start")
+	fs.StringVar(&cfg.ApprovalIssuer, "approval-issuer", cfg.ApprovalIssuer, "the approvals' \"iss\" claim, which backends expect")
 	bindEnv(fs, serveFlags...)
 
 	if err := fs.Parse(args); err != nil {
@@ -205,6 +209,26 @@ loop:
 	}
 	log.Info("stopped")
 	return code
+}
+
+// listFlag is a repeatable flag: each value, flag or environment
+// variable, may also list several, comma-separated.
+type listFlag struct{ v *[]string }
+
+func (l listFlag) String() string {
+	if l.v == nil {
+		return ""
+	}
+	return strings.Join(*l.v, ",")
+}
+
+func (l listFlag) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l.v = append(*l.v, p)
+		}
+	}
+	return nil
 }
 
 // natsURLSource says where serve's NATS URL came from: the flag, or the

@@ -140,6 +140,8 @@ export interface RedeemInput extends CallOptions {
   args?: JsonObject;
   /** The tool about to be executed; when set it must equal the approved one. */
   tool?: string;
+  /** The call the backend acts for, when it knows it; when set it must equal the approved one. */
+  callId?: string;
 }
 
 export interface ListDecisionsInput extends CallOptions {
@@ -305,12 +307,13 @@ export class GuardClient {
    * arguments about to be executed and claims the action once.
    */
   async redeem(input: RedeemInput): Promise<RedeemResult> {
-    checkKeys(input, { ...call, approval: "string", args: "any", tool: "string" }, "redeem");
+    checkKeys(input, { ...call, approval: "string", args: "any", tool: "string", callId: "string" }, "redeem");
     const r = await this.guard.redeem(
       {
         approval: requireString(input.approval, "redeem.approval"),
         args: input.args === undefined ? undefined : jsonObject(input.args, "args"),
         tool: input.tool ?? "",
+        callId: input.callId ?? "",
       },
       { timeoutMs: input.timeoutMs ?? this.timeouts.redeem, signal: input.signal },
     );

@@ -183,7 +183,9 @@ export class RunningGuard {
 export async function startGuard(opts: StartOptions = {}): Promise<RunningGuard> {
   const dir = mkdtempSync(join(tmpdir(), "yesguard-ts-"));
   const decisionLog = join(dir, "decisions.log");
-  const args = ["serve", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--nats-listen=127.0.0.1:0", `--decision-log=${decisionLog}`];
+  // Its own data directory: the JetStream store and the approval key are
+  // the test's, not the user's.
+  const args = ["serve", "--grpc-addr=127.0.0.1:0", "--http-addr=127.0.0.1:0", "--nats-listen=127.0.0.1:0", `--decision-log=${decisionLog}`, `--data-dir=${join(dir, "data")}`];
   if (opts.policy !== undefined) {
     const file = join(dir, "policy.yaml");
     writeFileSync(file, opts.policy);

@@ -1,9 +1,11 @@
 // GuardClient against a real guard: warm-up, deadlines, plain-object args
 // round-tripping into the decision record, a race, a duplicate with its
-// original result, and input the client must refuse before sending.
+// original result, an approval verified and redeemed, and input the client
+// must refuse before sending.
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { createHash, createPublicKey, verify, type JsonWebKey } from "node:crypto";
 import { createServer } from "node:net";
 import type { Interceptor, UnaryRequest } from "@connectrpc/connect";
 import type { RunningGuard } from "../src/testing.js";
@@ -131,6 +133,72 @@ describe("GuardClient", () => {
       assert.match(err.message, /01NOTAREALDECISION0000000/);
       return true;
     });
+  });
+
+  test("Redeem: an ALLOW's approval verifies with the JWKS and redeems once, for its own action", async () => {
+    const args = { appeal_id: "A-17" };
+    const call = g.callId("redeem");
+    const d = await raced(call, args);
+    assert.equal(d.outcome, "allow", `${d.reason}: ${d.detail}`);
+    assert.ok(d.approval, "an ALLOW carries its approval");
+    assert.match(d.approval, /^[\w-]+\.[\w-]+\.[\w-]+$/, "a compact JWS");
+    assert.ok(d.approvalExpiresAt && d.approvalExpiresAt.getTime() > Date.now(), "an expiry ahead");
+
+    // A backend in another language checks it offline: Ed25519 over the
+    // first two parts, with the key the JWKS names; the claims bind the
+    // decision, the call, the tool and the canonical arguments' hash.
+    const [head, payload, sig] = d.approval.split(".") as [string, string, string];
+    const header = JSON.parse(Buffer.from(head, "base64url").toString()) as { alg: string; kid: string; typ: string };
+    assert.deepEqual([header.alg, header.typ], ["EdDSA", "yesguard-approval+jwt"]);
+    const jwks = (await (await fetch(`http://${g.http}/.well-known/jwks.json`)).json()) as { keys: JsonWebKey[] };
+    const jwk = jwks.keys.find((k) => k.kid === header.kid);
+    assert.ok(jwk, `the JWKS holds the key ${header.kid}`);
+    const key = createPublicKey({ key: jwk, format: "jwk" });
+    assert.ok(verify(null, Buffer.from(`${head}.${payload}`), key, Buffer.from(sig, "base64url")), "the signature verifies with the JWKS key");
+    const claims = JSON.parse(Buffer.from(payload, "base64url").toString()) as Record<string, unknown>;
+    assert.equal(claims.jti, d.decisionId);
+    assert.equal(claims.call_id, call);
+    assert.equal(claims.tool, TOOL);
+    assert.equal(claims.args_sha256, createHash("sha256").update(JSON.stringify(args)).digest("hex"));
+
+    const first = await guard.redeem({ approval: d.approval, args, tool: TOOL, callId: call });
+    assert.equal(first.outcome, "allow", `${first.reason}: ${first.message}`);
+    assert.equal(first.reason, "redeemed");
+    assert.equal(first.allowedDecisionId, d.decisionId);
+    assert.equal(first.callId, call);
+    assert.equal(first.tool, TOOL);
+    const second = await guard.redeem({ approval: d.approval, args, tool: TOOL });
+    assert.equal(second.outcome, "refuse");
+    assert.equal(second.reason, "already_redeemed");
+    assert.ok(second.message.length > 0);
+
+    // The action failed: reported with the approval, a retry redeems again;
+    // once it succeeds, never again.
+    await guard.complete({ decisionId: d.decisionId, approval: d.approval, failed: true });
+    assert.equal((await guard.redeem({ approval: d.approval, args, tool: TOOL })).reason, "redeemed");
+    await guard.complete({ decisionId: d.decisionId, approval: d.approval, result: { status: "submitted" } });
+    assert.equal((await guard.redeem({ approval: d.approval, args, tool: TOOL })).reason, "already_redeemed");
+
+    const other = await raced(g.callId("redeem-other"), args);
+    assert.equal(other.outcome, "allow");
+    const refused = async (input: Parameters<GuardClient["redeem"]>[0], reason: string) => {
+      const r = await guard.redeem(input);
+      assert.equal(r.outcome, "refuse", `${JSON.stringify(input.args)}: ${r.reason}`);
+      assert.equal(r.reason, reason);
+    };
+    await refused({ approval: other.approval!, args: { appeal_id: "B-99" } }, "approval_mismatch");
+    await refused({ approval: other.approval!, args, callId: call }, "approval_mismatch");
+    await refused({ approval: other.approval!, args, tool: "pay_bill" }, "approval_mismatch");
+    const [oh, op, os] = other.approval!.split(".") as [string, string, string];
+    const flip = (part: string) => `${part.startsWith("A") ? "B" : "A"}${part.slice(1)}`;
+    await refused({ approval: `${oh}.${op}.${flip(os)}`, args }, "approval_invalid");
+    await refused({ approval: `${oh}.${flip(op)}.${os}`, args }, "approval_invalid");
+    // None of those spent it.
+    assert.equal((await guard.redeem({ approval: other.approval!, args })).reason, "redeemed");
+
+    const page = await guard.listDecisions({ callId: call });
+    const life = page.decisions.filter((r) => r.decisionId === d.decisionId || r.originalDecisionId === d.decisionId).map((r) => `${r.kind} ${r.reason}`);
+    assert.deepEqual(life, ["check confirmed", "redeem redeemed", "redeem already_redeemed", "complete failed", "redeem redeemed", "complete completed", "redeem already_redeemed"]);
   });
 
   test("InvalidArgument names the field", async () => {

@@ -1,5 +1,4 @@
-// Features other engineers are building into the guard now: Redeem and
-// signed approvals (issue 12), per-source seq, epochs and gaps (issues 7
+// Features other engineers are building into the guard now: per-source seq, epochs and gaps (issues 7
 // and 10), a duplicate that answers original_running (issue 10), the short
 // evidence (issue 15), the transcript in ListDecisions, wait_ms and
 // max_wait, bearer tokens and TLS (issue 11).
@@ -60,43 +59,6 @@ describe("upcoming guard features", () => {
       ? { ok: true, why: "" }
       : { ok: false, why: "the guard counts seq per call, not per (call, source, epoch): it dropped another source's seq 1 as duplicate_seq (TranscriptEvent.source/epoch, issues 7 and 10)" };
   }
-
-  test("Redeem: an ALLOW's approval redeems once, for its own arguments", async (t: TestContext) => {
-    const call = g.callId("redeem");
-    const d = await raced(call);
-    assert.equal(d.outcome, "allow", `${d.reason}: ${d.detail}`);
-    let first;
-    try {
-      first = await guard.redeem({ approval: d.approval ?? "no-approval", args: ARGS, tool: TOOL });
-    } catch (err) {
-      if (ConnectError.from(err).code === Code.Unimplemented) {
-        return t.skip("the guard answers Redeem Unimplemented (signed approvals, issue 12)");
-      }
-      throw err;
-    }
-    assert.ok(d.approval, "an ALLOW carries its approval");
-    assert.match(d.approval, /^[\w-]+\.[\w-]+\.[\w-]+$/, "a compact JWS");
-    assert.ok(d.approvalExpiresAt && d.approvalExpiresAt.getTime() > Date.now(), "an expiry ahead");
-    assert.equal(first.outcome, "allow", `${first.reason}: ${first.message}`);
-    assert.equal(first.reason, "redeemed");
-    assert.equal(first.allowedDecisionId, d.decisionId);
-    assert.equal(first.callId, call);
-    assert.equal(first.tool, TOOL);
-
-    const second = await guard.redeem({ approval: d.approval, args: ARGS, tool: TOOL });
-    assert.equal(second.outcome, "refuse");
-    assert.equal(second.reason, "already_redeemed");
-
-    const other = await raced(g.callId("redeem-other"));
-    assert.equal(other.outcome, "allow");
-    const mismatch = await guard.redeem({ approval: other.approval!, args: { appeal_id: "B-99" } });
-    assert.equal(mismatch.outcome, "refuse");
-    assert.equal(mismatch.reason, "approval_mismatch");
-    const [head, payload, sig] = other.approval!.split(".") as [string, string, string];
-    const forged = await guard.redeem({ approval: `${head}.${payload}.${sig.startsWith("A") ? "B" : "A"}${sig.slice(1)}`, args: ARGS });
-    assert.equal(forged.outcome, "refuse");
-    assert.equal(forged.reason, "approval_invalid");
-  });
 
   test("JetStream: the transcript stream acks each event and absorbs a retry by Nats-Msg-Id", async (t: TestContext) => {
     const nc = await g.natsConn();

@@ -721,7 +721,10 @@ type RedeemRequest struct {
 	Args *structpb.Struct `protobuf:"bytes,2,opt,name=args,proto3" json:"args,omitempty"`
 	// Optional: the tool about to be executed; when set it must equal the
 	// approved one.
-	Tool          string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	Tool string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// Optional: the call the backend is acting for, when it knows it; when
+	// set it must equal the approved one.
+	CallId        string `protobuf:"bytes,4,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -773,6 +776,13 @@ func (x *RedeemRequest) GetArgs() *structpb.Struct {
 func (x *RedeemRequest) GetTool() string {
 	if x != nil {
 		return x.Tool
+	}
+	return ""
+}
+
+func (x *RedeemRequest) GetCallId() string {
+	if x != nil {
+		return x.CallId
 	}
 	return ""
 }
@@ -1739,11 +1749,12 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\bapproval\x18\x04 \x01(\tR\bapproval\"3\n" +
 	"\x10CompleteResponse\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
-	"decisionId\"l\n" +
+	"decisionId\"\x85\x01\n" +
 	"\rRedeemRequest\x12\x1a\n" +
 	"\bapproval\x18\x01 \x01(\tR\bapproval\x12+\n" +
 	"\x04args\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x04args\x12\x12\n" +
-	"\x04tool\x18\x03 \x01(\tR\x04tool\"\xdd\x02\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x17\n" +
+	"\acall_id\x18\x04 \x01(\tR\x06callId\"\xdd\x02\n" +
 	"\x0eRedeemResponse\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12.\n" +
