@@ -2,24 +2,18 @@
 // on the wire is the contract's (snake_case, the proto's field names), seq
 // counts per (call, source, epoch), Nats-Msg-Id is set, the guard accepts
 // what it sends, and what the guard would drop is refused at the source.
+//
+// The publisher connects as the embedded server's pipeline user, which may
+// publish transcripts but not read them (issue 11): what was sent is seen
+// through the guard (its counters and ListDecisions' transcript) and through
+// what publish() returns (the body and the message id it put on the wire).
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
-import { startGuard, waitFor, type RunningGuard } from "../src/testing.js";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { startGuard, type RunningGuard } from "../src/testing.js";
 import { TRANSCRIPT_JSON_FIELDS, TranscriptPublisher, YesguardInputError } from "../src/index.js";
 import { TranscriptEventSchema } from "../src/gen/yesguard/v1/guard_pb.js";
-
-/** Collects the raw messages of one call's subject. */
-function collect(nc: NatsConnection, subject: string): { msgs: Msg[]; sub: Subscription } {
-  const msgs: Msg[] = [];
-  const sub = nc.subscribe(subject, {
-    callback: (err, m) => {
-      if (!err) msgs.push(m);
-    },
-  });
-  return { msgs, sub };
-}
 
 describe("TranscriptPublisher", () => {
   let g: RunningGuard;
@@ -34,25 +28,35 @@ describe("TranscriptPublisher", () => {
   test("publishes the contract's snake_case JSON, and the guard accepts it", async () => {
     const pub = await g.publisher({ source: "stt", lang: "en-US" });
     const call = g.callId("json");
-    const { msgs, sub } = collect(nc, pub.subject(call));
-    await nc.flush();
     const accepted = await g.metric("yesguard_transcript_events_total");
     const rejected = await g.metric("yesguard_transcript_events_rejected_total");
 
-    await pub.speechStarted(call, "caller", { startMs: 0 });
-    await pub.caller(call, "yes", { final: false, startMs: 0, endMs: 300, confidence: 0.4 });
-    await pub.caller(call, "Yes, please.", { startMs: 0, endMs: 900, confidence: 0.93 });
-    await pub.speechStopped(call, "caller", { endMs: 900 });
-    await pub.agent(call, "Submitting it now.", { responseId: "resp-1", interrupted: true, startMs: 1000, endMs: 1400, lang: "en-GB" });
-    await pub.callEnded(call);
-
-    await waitFor(() => msgs.length === 6, "6 messages on the subject");
-    await g.waitEvents(accepted + rejected + 6);
+    const sent = [
+      await pub.speechStarted(call, "caller", { startMs: 0 }),
+      await pub.caller(call, "yes", { final: false, startMs: 0, endMs: 300, confidence: 0.4 }),
+      await pub.caller(call, "Yes, please.", { startMs: 0, endMs: 900, confidence: 0.93 }),
+      await pub.speechStopped(call, "caller", { endMs: 900 }),
+      await pub.agent(call, "Submitting it now.", { responseId: "resp-1", interrupted: true, startMs: 1000, endMs: 1400, lang: "en-GB" }),
+    ];
+    await g.waitEvents(accepted + rejected + sent.length);
     assert.equal(await g.metric("yesguard_transcript_events_rejected_total"), rejected, "the guard rejected none");
-    assert.equal(await g.metric("yesguard_transcript_events_total"), accepted + 6);
-    sub.unsubscribe();
+    assert.equal(await g.metric("yesguard_transcript_events_total"), accepted + sent.length);
 
-    const events = msgs.map((m) => m.json<Record<string, unknown>>());
+    // The guard's own reading of what arrived: the final turns, with the
+    // source, times, lang and response id the events carried.
+    const page = await g.client().listDecisions({ callId: call, includeTranscript: true });
+    assert.deepEqual(
+      page.transcript.map((t) => [t.speaker, t.text, t.startMs, t.endMs, t.lang, t.responseId, t.interrupted, t.source]),
+      [
+        ["caller", "Yes, please.", 0, 900, "en-US", "", false, "stt"],
+        ["agent", "Submitting it now.", 1000, 1400, "en-GB", "resp-1", true, "stt"],
+      ],
+    );
+    sent.push(await pub.callEnded(call));
+    await g.waitEvents(accepted + rejected + sent.length);
+    assert.equal(await g.metric("yesguard_transcript_events_rejected_total"), rejected, "the guard rejected none");
+
+    const events = sent.map((p) => JSON.parse(p.json) as Record<string, unknown>);
     const protoNames = new Set(TranscriptEventSchema.fields.map((f) => f.name));
     for (const ev of events) {
       for (const key of Object.keys(ev)) {
@@ -72,8 +76,9 @@ describe("TranscriptPublisher", () => {
       response_id: "resp-1", interrupted: true,
     });
     assert.deepEqual(events[5], { call_id: call, seq: 6, source: "stt", epoch: pub.epoch, type: "call_ended" });
+    assert.deepEqual(sent.map((p) => p.subject), sent.map(() => `yesguard.transcript.${call}`));
     assert.deepEqual(
-      msgs.map((m) => m.headers?.get("Nats-Msg-Id")),
+      sent.map((p) => p.msgId),
       events.map((e) => `${call}.stt.${pub.epoch}.${e.seq}`),
     );
   });
@@ -116,8 +121,7 @@ describe("TranscriptPublisher", () => {
   test("what the guard would drop is refused at the source, and nothing is sent", async () => {
     const pub = await g.publisher({ source: "pipeline" });
     const call = g.callId("bad");
-    const { msgs, sub } = collect(nc, `yesguard.transcript.>`);
-    await nc.flush();
+    const before = await g.eventsSeen();
     const cases: Array<[() => Promise<unknown>, RegExp]> = [
       [() => pub.caller("a.b", "hi"), /publish\.callId: "a\.b" must be one NATS subject token/],
       [() => pub.caller("a b", "hi"), /must be one NATS subject token/],
@@ -140,12 +144,17 @@ describe("TranscriptPublisher", () => {
         return true;
       });
     }
-    // A good event after the bad ones: it is the only message, with seq 1.
-    await pub.caller(call, "hello");
-    await waitFor(() => msgs.length >= 1, "the good event");
-    await nc.flush();
-    sub.unsubscribe();
-    assert.deepEqual(msgs.map((m) => [m.subject, m.json<{ seq: number }>().seq]), [[`yesguard.transcript.${call}`, 1]]);
+    // A good event after the bad ones: the one event the guard received
+    // (accepted or rejected, every event it reads is counted), with seq 1.
+    const good = await pub.caller(call, "hello");
+    assert.equal(good.seq, 1, "the refused events took no seq");
+    await g.waitEvents(before + 1);
+    // A publish of the refused ones would have been counted before the
+    // good one was: the guard reads each connection's messages in order.
+    const after = await g.eventsSeen();
+    assert.equal(after, before + 1, "only the good event reached the guard");
+    const page = await g.client().listDecisions({ callId: call, includeTranscript: true });
+    assert.deepEqual(page.transcript.map((t) => [t.speaker, t.text]), [["caller", "hello"]]);
   });
 
   test("options are checked", async () => {

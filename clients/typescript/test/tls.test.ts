@@ -2,7 +2,7 @@
 // in front of its plaintext gRPC port (ALPN h2, as a sidecar proxy or a
 // load balancer would be): a trusted CA connects, an untrusted one is
 // refused at the handshake, and mutual TLS sends the client certificate.
-// The guard's own TLS (issue 11) is tested in upcoming.test.ts.
+// The guard's own TLS (issue 11) is tested in features.test.ts.
 
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
