@@ -28,6 +28,14 @@ func TestHeldOutBlind(t *testing.T) {
 	forEachCorpus(t, "testdata/heldout2", false, heldOutRunner("blind"))
 }
 
+// TestHeldOutBlind3 runs the second blind set (testdata/heldout3/): 592
+// dialogues written after the plain-question rule by someone who had read
+// neither the rules, the locales nor the earlier sets, and never tuned on
+// (see testdata/heldout3/README.md). Same figures and failure rule.
+func TestHeldOutBlind3(t *testing.T) {
+	forEachCorpus(t, "testdata/heldout3", false, heldOutRunner("blind3"))
+}
+
 // heldOutRunner runs one held-out file, printing its figures after label.
 func heldOutRunner(label string) func(*testing.T, string, *patterns.Set) {
 	return func(t *testing.T, path string, locs *patterns.Set) { runHeldOut(t, label, path, locs) }
