@@ -1,10 +1,16 @@
 package guard
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/yesguard/yesguard/patterns"
 )
@@ -14,7 +20,9 @@ import (
 // guard. It measures how the rules generalise: it prints, per language,
 // the false accepts and the false refusals of genuine plain yeses, and logs
 // every failure. A false accept, or false refusals above maxRefusalRate,
-// fail the test; wrong reasons are reported only. HELDOUT_ALL=1 logs every
+// fail the test; wrong reasons are reported only. A set that has not met
+// that goal yet carries a budget.yaml (see budgetFile): there the test
+// fails when the judge does worse than the budget. HELDOUT_ALL=1 logs every
 // dialogue's decision, not only the failures.
 func TestHeldOut(t *testing.T) {
 	forEachCorpus(t, "testdata/heldout", false, heldOutRunner("heldout"))
@@ -67,12 +75,61 @@ func runHeldOut(t *testing.T, label, path string, locs *patterns.Set) {
 	for _, f := range failures {
 		t.Log(f)
 	}
-	if falseAccepts > 0 {
-		t.Errorf("%s: %d false accepts", path, falseAccepts)
+	b, ok := readBudget(t, filepath.Dir(path))[c.Lang]
+	if !ok {
+		if falseAccepts > 0 {
+			t.Errorf("%s: %d false accepts", path, falseAccepts)
+		}
+		if rate > maxRefusalRate {
+			t.Errorf("%s: false refusals %.1f%%, above %.0f%%", path, rate, maxRefusalRate)
+		}
+		return
 	}
-	if rate > maxRefusalRate {
-		t.Errorf("%s: false refusals %.1f%%, above %.0f%%", path, rate, maxRefusalRate)
+	// A set with a budget has not met the goal yet: it fails when the judge
+	// gets worse than the figures recorded there, and says when the budget
+	// can come down.
+	fmt.Printf("%s %s: budget %d false accepts, %d false refusals; goal 0 and %.0f%% (%d)\n",
+		label, c.Lang, b.FalseAccepts, b.FalseRefusals, maxRefusalRate, int(maxRefusalRate*float64(yes)/100))
+	if falseAccepts > b.FalseAccepts {
+		t.Errorf("%s: %d false accepts, above the budget of %d (%s)", path, falseAccepts, b.FalseAccepts, budgetFile)
 	}
+	if falseRefusals > b.FalseRefusals {
+		t.Errorf("%s: %d false refusals, above the budget of %d (%s)", path, falseRefusals, b.FalseRefusals, budgetFile)
+	}
+	if falseAccepts < b.FalseAccepts || falseRefusals < b.FalseRefusals {
+		fmt.Printf("%s %s: better than its budget: lower it in %s to %d and %d\n", label, c.Lang, budgetFile, falseAccepts, falseRefusals)
+	}
+}
+
+// budgetFile, beside a held-out set's files, records per language the
+// false accepts and false refusals the judge may not exceed while the set
+// is above the goal (0 false accepts, maxRefusalRate). It only comes down.
+const budgetFile = "budget.yaml"
+
+type budget struct {
+	FalseAccepts  int `yaml:"false_accepts"`
+	FalseRefusals int `yaml:"false_refusals"`
+}
+
+// readBudget reads dir's budget file, by language; none is an empty map.
+func readBudget(t *testing.T, dir string) map[string]budget {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, budgetFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Languages map[string]budget `yaml:"languages"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("%s: %v", filepath.Join(dir, budgetFile), err)
+	}
+	return doc.Languages
 }
 
 func raceNote(race bool) string {
