@@ -77,8 +77,12 @@ export interface TranscriptPublisherOptions {
   lang?: string;
   /**
    * Publish through JetStream and wait for the stream's ack, retrying a
-   * publish that got no ack with the same Nats-Msg-Id. Needs a stream over
-   * the transcript subjects. Default false: core NATS publish.
+   * publish that got no ack with the same Nats-Msg-Id. Default true: the
+   * guard's default state (jetstream) keeps a stream over the transcript
+   * subjects, and an acked publish is the only one a loaded server cannot
+   * drop silently (a lost "No, wait" would leave the yes before it
+   * standing). false: core NATS publish, for a guard run with
+   * `--state memory` (no stream: an acked publish fails with no responders).
    */
   jetstream?: boolean | { timeoutMs?: number; retries?: number };
   /**
@@ -167,8 +171,9 @@ export class TranscriptPublisher {
     this.lang = options.lang;
     this.flush = options.flush ?? true;
     this.maxTextBytes = options.maxTextBytes ?? 4096;
-    if (options.jetstream) {
-      const o = typeof options.jetstream === "object" ? options.jetstream : {};
+    const jsOpt = options.jetstream ?? true;
+    if (jsOpt) {
+      const o = typeof jsOpt === "object" ? jsOpt : {};
       checkKeys(o, { timeoutMs: "integer", retries: "integer" }, "TranscriptPublisher options.jetstream");
       this.js = { client: jetstream(this.nc), timeoutMs: o.timeoutMs ?? 2000, retries: o.retries ?? 2 };
     }

@@ -73,7 +73,7 @@ describe("guard features", () => {
     assert.equal(again.duplicate, true, "the stream's duplicate window absorbed the retry");
     assert.equal(again.stream, "YESGUARD_TRANSCRIPT");
     // Core publishes carry the header too.
-    const core = await g.publisher({ source: "core", lang: "en" });
+    const core = await g.publisher({ source: "core", lang: "en", jetstream: false });
     const p2 = await core.caller(call, "Yes.");
     const retry = await jetstream(nc).publish(subject, p2.json, { msgID: p2.msgId });
     assert.equal(retry.duplicate, true);

@@ -38,6 +38,8 @@ describe("TranscriptPublisher", () => {
       await pub.speechStopped(call, "caller", { endMs: 900 }),
       await pub.agent(call, "Submitting it now.", { responseId: "resp-1", interrupted: true, startMs: 1000, endMs: 1400, lang: "en-GB" }),
     ];
+    // By default every publish waited for the transcript stream's ack.
+    assert.deepEqual(sent.map((p) => p.duplicate), sent.map(() => false), "each publish was acked by the stream, as new");
     await g.waitEvents(accepted + rejected + sent.length);
     assert.equal(await g.metric("yesguard_transcript_events_rejected_total"), rejected, "the guard rejected none");
     assert.equal(await g.metric("yesguard_transcript_events_total"), accepted + sent.length);
