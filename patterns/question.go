@@ -220,6 +220,7 @@ const (
 	roleOther          // another tool's object, as what this verb acts on
 	roleModifier       // a word before an object ("your physio appointment")
 	roleParty          // who the action involves ("with the hygienist")
+	rolePlace          // where its thing is, or its money goes ("at the Harbor Inn")
 )
 
 // reading is how a sentence reads as a proposal: what explains each of its
@@ -411,6 +412,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 	if !args.timed {
 		l.identifyingDates(&r, tool.Action)
 	}
+	l.places(&r, tool)
 	// A stray value's words stay unexplained even where a plain word
 	// would cover them.
 	for _, h := range r.strays {
@@ -747,7 +749,9 @@ func (l *Locale) slots(r *reading, tool Tool) {
 			}
 		}
 		switch {
-		case run > maxSlot || !timeless(i, j):
+		case run > maxSlot || !timeless(i, j) || l.conjunctionAt(toks, j):
+			// "den Widerspruch bei der Behörde *abholen und* einreichen": a
+			// slot before a conjunction may hold a verb of its own.
 		case j < n && (r.roles[j] == roleObject || r.roles[j] == roleOther) &&
 			i > 0 && (r.roles[i-1] == rolePlain || r.roles[i-1] == roleValue || r.roles[i-1] == roleName):
 			// "your physio appointment", "the Friday visit".
@@ -780,6 +784,139 @@ func (l *Locale) slots(r *reading, tool Tool) {
 			mark(r, k, end, roleModifier)
 		}
 	}
+}
+
+// maxPlace is how many content words a place slot takes ("Brasserie du
+// Port", "ristorante Da Gino").
+const maxPlace = 3
+
+// places explains where the thing the action acts on is, or where its
+// money goes: a place_prepositions word right after what the action acts
+// on (an object, a word describing one, a value or another place, past
+// plain words), then determiners, then up to maxPlace content words (a
+// name may hold a link or an article between two of them: "Fogo de
+// Chão", "Hotel De Wereld") or the action's own objects and argument
+// words, at the end of the proposal ("cancel the booking *at the Harbor
+// Inn*", "500 Euro *vom Girokonto auf Ihr Sparkonto* überweisen", "pay
+// $120.50 *toward your bill*").
+//
+// The slot is bounded and fails closed as the other slots do: a function
+// word (negation, alternative, condition, conjunction, time, order), a
+// number, a tool's verb or another tool's word ends it, and a slot that
+// anything unexplained follows explains nothing ("at Luigi's later",
+// "into savings or checking").
+func (l *Locale) places(r *reading, tool Tool) {
+	if l.placePrepositions.empty() {
+		return
+	}
+	toks := r.s.Tokens
+	n := len(toks)
+	name := func(k int) bool {
+		if k >= n {
+			return false
+		}
+		switch r.roles[k] {
+		case unexplained:
+			return l.contentWord(toks[k], tool.Action) && !l.notModifiers[toks[k]] &&
+				(tool.Others == nil || !tool.Others.words[toks[k]])
+		case roleObject, roleArg, roleParty:
+			// A party slot's words ("à la Brasserie") are a place's here.
+			return true
+		}
+		return false
+	}
+	// A plain word may stand in a name ("sul conto deposito", "sulla carta
+	// che termina con 4421"); it keeps its role.
+	word := func(k int) bool { return name(k) || (k < n && r.roles[k] == rolePlain && !l.determiners[toks[k]]) }
+	for _, sp := range l.placePrepositions.find(toks) {
+		free := true
+		for k := sp.start; k < sp.end; k++ {
+			if ro := r.roles[k]; ro != unexplained && ro != rolePlain && ro != roleParty {
+				free = false
+			}
+		}
+		if !free || !r.placedBefore(sp.start) {
+			continue
+		}
+		k := sp.end
+		for k < n && r.roles[k] == rolePlain && l.determiners[toks[k]] {
+			k++
+		}
+		words, end, plainSeen := 0, -1, false
+		for j := k; j < n && words <= maxPlace; {
+			if (j > k && slices.Contains(r.s.Breaks, j)) || l.conjunctionAt(toks, j) {
+				break // a comma or a conjunction ends the place: ", then print it"
+			}
+			// A link or an article inside a name, between two of its words
+			// ("Brasserie du Port", "Hotel De Wereld", "ristorante Da Gino").
+			if words > 0 && (r.roles[j] == unexplained || r.roles[j] == rolePlain || r.roles[j] == roleParty) {
+				if lk, ok := l.modifierLinks.startsWith(toks[j:]); ok && name(j+lk.end) {
+					j += lk.end
+					continue
+				}
+				if lk, ok := l.placePrepositions.startsWith(toks[j:]); ok && name(j+lk.end) {
+					j += lk.end
+					continue
+				}
+				if l.determiners[toks[j]] && name(j+1) {
+					j++
+					continue
+				}
+			}
+			// After a plain word, only plain words and the action's own
+			// words: "at the Harbor Inn then *print* it" ends at "Inn".
+			if !word(j) || (plainSeen && r.roles[j] == unexplained) {
+				break
+			}
+			if name(j) {
+				words++ // plain words are harmless and not counted
+			} else {
+				plainSeen = true
+			}
+			j++
+			end = j
+		}
+		if end < 0 || words > maxPlace || (end < n && r.roles[end] == unexplained) || l.conjunctionAt(toks, end) {
+			continue
+		}
+		for p := sp.start; p < end; p++ {
+			if ro := r.roles[p]; ro == unexplained || ro == roleParty {
+				r.roles[p] = rolePlace
+			}
+		}
+	}
+}
+
+// conjunctionAt reports whether one of the locale's conjunctions starts at
+// toks[k]: a slot right before one may end in a verb that no list knows
+// ("im Hotel Post abholen und einreichen"), so it explains nothing.
+func (l *Locale) conjunctionAt(toks []string, k int) bool {
+	if k >= len(toks) {
+		return false
+	}
+	_, ok := l.conjunctions.startsWith(toks[k:])
+	return ok
+}
+
+// placedBefore reports whether, past plain words, what the action acts
+// on stands before toks[k]: an object, a word describing one, a value or
+// a place.
+//
+// The action's verb counts only where an object stands before it: a
+// place names where the thing is, not how the action is done.
+// A stray value counts ("the reservation for tonight at Luigi's"): it is
+// judged apart, and stays unexplained.
+func (r *reading) placedBefore(k int) bool {
+	for k--; k >= 0; k-- {
+		switch r.roles[k] {
+		case roleObject, roleOther, roleModifier, roleValue, rolePlace, roleArg:
+			return true
+		case rolePlain, roleVerb:
+			continue // a separated particle: "send the appeal *in* at ..."
+		}
+		return r.strayOrValueAt(k)
+	}
+	return false
 }
 
 // describedBefore reports whether, past plain words, an object (or a word
