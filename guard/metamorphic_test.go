@@ -105,6 +105,7 @@ var metaGenerators = []metaGenerator{
 	{name: "negative_question", want: "refuse", yesWord: true},
 	{name: "mind", want: "refuse", yesWord: true},
 	{name: "bad_place", want: "refuse"},
+	{name: "bad_on_file", want: "refuse"},
 	{name: "hedge", want: "refuse"},
 	{name: "backchannel", want: "refuse"},
 	{name: "take_back", want: "refuse"},
@@ -116,6 +117,7 @@ var metaGenerators = []metaGenerator{
 	{name: "restated_value", want: "allow"},
 	{name: "code_switch", want: "allow"},
 	{name: "place", want: "allow"},
+	{name: "on_file", want: "allow"},
 }
 
 // asrGenerator is the one generator with no templates: it rewrites both
