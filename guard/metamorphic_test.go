@@ -106,6 +106,7 @@ var metaGenerators = []metaGenerator{
 	{name: "mind", want: "refuse", yesWord: true},
 	{name: "bad_place", want: "refuse"},
 	{name: "bad_on_file", want: "refuse"},
+	{name: "bad_outstanding", want: "refuse"},
 	{name: "hedge", want: "refuse"},
 	{name: "backchannel", want: "refuse"},
 	{name: "take_back", want: "refuse"},
@@ -118,6 +119,7 @@ var metaGenerators = []metaGenerator{
 	{name: "code_switch", want: "allow"},
 	{name: "place", want: "allow"},
 	{name: "on_file", want: "allow"},
+	{name: "outstanding", want: "allow"},
 }
 
 // asrGenerator is the one generator with no templates: it rewrites both
