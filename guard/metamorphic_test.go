@@ -107,6 +107,7 @@ var metaGenerators = []metaGenerator{
 	{name: "bad_place", want: "refuse"},
 	{name: "bad_on_file", want: "refuse"},
 	{name: "bad_outstanding", want: "refuse"},
+	{name: "bad_wait", want: "refuse"},
 	{name: "hedge", want: "refuse"},
 	{name: "backchannel", want: "refuse"},
 	{name: "take_back", want: "refuse"},
@@ -120,6 +121,7 @@ var metaGenerators = []metaGenerator{
 	{name: "place", want: "allow"},
 	{name: "on_file", want: "allow"},
 	{name: "outstanding", want: "allow"},
+	{name: "now_not_wait", want: "allow"},
 }
 
 // asrGenerator is the one generator with no templates: it rewrites both

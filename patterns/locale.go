@@ -156,6 +156,11 @@ type File struct {
 	// booking at the Harbor Inn", "auf Ihr Sparkonto", "al ristorante Da
 	// Gino"): up to maxPlace content words, at the end of the proposal.
 	PlacePrepositions []string `yaml:"place_prepositions"`
+	// InsteadOfWaiting are the phrases that turn down waiting after a
+	// proposal to act ("rather than waiting for", de "statt bis * zu
+	// warten"): from one to the end of the sentence, only dates, plain
+	// words and tags may follow.
+	InsteadOfWaiting []string `yaml:"instead_of_waiting"`
 	// TimeWeekdays are weekday names the values reader leaves out alone
 	// because they are ordinals too (pt "segunda", "quarta", "quinta"):
 	// right before a time they name the weekday (1 Monday to 7 Sunday).
@@ -281,6 +286,7 @@ type Locale struct {
 	frames, tags, plainWords, fillerSentences, titles, recaps phraseList
 	statementWords, partyPrepositions, modifierLinks          phraseList
 	partyArticles, pronouns, placePrepositions                phraseList
+	insteadOfWaiting                                          phraseList
 	dayPeriods                                                phraseList
 	timeWeekdays                                              map[string]int
 	determiners                                               map[string]bool
@@ -475,6 +481,7 @@ func (f *File) Validate(lang string) error {
 		"party_prepositions":            f.PartyPrepositions,
 		"party_articles":                f.PartyArticles,
 		"place_prepositions":            f.PlacePrepositions,
+		"instead_of_waiting":            f.InsteadOfWaiting,
 		"pronouns":                      f.Pronouns,
 		"determiners":                   f.Determiners,
 		"pronoun_endings":               f.PronounEndings,
@@ -614,6 +621,7 @@ func compileLocale(f *File) *Locale {
 	l.partyPrepositions = c(f.PartyPrepositions)
 	l.partyArticles = c(f.PartyArticles)
 	l.placePrepositions = c(f.PlacePrepositions)
+	l.insteadOfWaiting = c(f.InsteadOfWaiting)
 	l.pronouns = c(f.Pronouns)
 	l.timeWeekdays = map[string]int{}
 	for w, d := range f.TimeWeekdays {
@@ -736,7 +744,7 @@ func (f *File) lists() [][]string {
 		f.QuestionWords, f.Fillers, f.Politeness, f.Glue, f.Requests, f.Particles, f.QuantityWords,
 		f.ConfirmRequests, f.QuestionStarts, f.Proceed, f.ConfirmVerbs, f.BackReferences, f.OpenQuestions,
 		f.SideClauses, f.Alternatives, f.Conjunctions, f.Prepositions, f.Frames, f.Tags, f.PlainWords,
-		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.PlacePrepositions, f.Pronouns, f.Determiners, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers}
+		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.PlacePrepositions, f.InsteadOfWaiting, f.Pronouns, f.Determiners, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers}
 }
 
 // Get returns the locale for a BCP-47 tag: "es-MX" falls back to "es". It

@@ -221,6 +221,7 @@ const (
 	roleModifier       // a word before an object ("your physio appointment")
 	roleParty          // who the action involves ("with the hygienist")
 	rolePlace          // where its thing is, or its money goes ("at the Harbor Inn")
+	roleWait           // the waiting a "now" question turns down ("rather than waiting for Monday")
 )
 
 // reading is how a sentence reads as a proposal: what explains each of its
@@ -413,6 +414,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 		l.identifyingDates(&r, tool.Action)
 	}
 	l.places(&r, tool)
+	l.waits(&r)
 	// A stray value's words stay unexplained even where a plain word
 	// would cover them.
 	for _, h := range r.strays {
@@ -885,6 +887,89 @@ func (l *Locale) places(r *reading, tool Tool) {
 			}
 		}
 	}
+}
+
+// waits explains the waiting a question turns down after proposing the
+// action: "Shall I submit the claim now *rather than waiting for
+// Monday*?", "..., *statt bis Montag zu warten*?". A yes to it is a yes
+// to acting, not to waiting: the phrase (instead_of_waiting) stands after
+// the action's last verb, and from it to the end of the sentence stand
+// only its words, plain words, tags and dates or times that are none of
+// the call's arguments (the day one would wait for). Such a date is
+// explained, and no longer a stray; a date that is one of the call's
+// arguments there leaves the phrase unexplained, so that "book now rather
+// than waiting for Monday" never states the Monday it books. Anything
+// else there ("rather than waiting, or ...", "instead of waiting and
+// printing it") leaves it unexplained, and the question not plain.
+func (l *Locale) waits(r *reading) {
+	if l.insteadOfWaiting.empty() || r.lastVerb < 0 {
+		return
+	}
+	toks := r.s.Tokens
+	n := len(toks)
+	for _, sp := range l.insteadOfWaiting.find(toks) {
+		if sp.start <= r.lastVerb || r.datedBefore(sp.start) {
+			continue
+		}
+		phrase := make([]bool, n) // the phrase's own words, not its gaps
+		pos, _ := appendPositions(nil, sp.p.elems, toks, sp.start)
+		for _, p := range pos {
+			phrase[p] = true
+		}
+		var dates []int // indexes into r.strays
+		ok := true
+		for p := sp.start; p < n && ok; p++ {
+			switch {
+			case phrase[p]:
+			case r.roles[p] == rolePlain || r.roles[p] == roleTag:
+			default:
+				i := slices.IndexFunc(r.strays, func(h valueHit) bool { return h.start <= p && p < h.end })
+				if i < 0 {
+					ok = false
+					break
+				}
+				switch r.strays[i].kind {
+				case ValueDate, ValueTime, ValueDateTime, ValueRelative:
+					if !slices.Contains(dates, i) {
+						dates = append(dates, i)
+					}
+				default:
+					ok = false // an amount: "rather than waiting for $50"
+				}
+			}
+		}
+		if !ok {
+			continue
+		}
+		for p := sp.start; p < n; p++ {
+			if r.roles[p] != roleTag && r.roles[p] != rolePlain {
+				r.roles[p] = roleWait
+			}
+		}
+		kept := r.strays[:0]
+		for i, h := range r.strays {
+			if !slices.Contains(dates, i) {
+				kept = append(kept, h)
+			}
+		}
+		r.strays = kept
+		return
+	}
+}
+
+// datedBefore reports whether a date or time that is none of the call's
+// arguments stands before toks[k], stray or explained as naming which
+// thing the action acts on: before a turned-down wait it says when to act
+// ("den Termin *nächste Woche* stornieren, statt bis Montag zu warten").
+func (r *reading) datedBefore(k int) bool {
+	for _, hs := range [][]valueHit{r.values, r.strays} {
+		for _, h := range hs {
+			if h.stray && h.start < k {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // conjunctionAt reports whether one of the locale's conjunctions starts at
