@@ -108,6 +108,7 @@ var metaGenerators = []metaGenerator{
 	{name: "bad_on_file", want: "refuse"},
 	{name: "bad_outstanding", want: "refuse"},
 	{name: "bad_wait", want: "refuse"},
+	{name: "bad_now_already", want: "refuse"},
 	{name: "hedge", want: "refuse"},
 	{name: "backchannel", want: "refuse"},
 	{name: "take_back", want: "refuse"},
@@ -122,6 +123,7 @@ var metaGenerators = []metaGenerator{
 	{name: "on_file", want: "allow"},
 	{name: "outstanding", want: "allow"},
 	{name: "now_not_wait", want: "allow"},
+	{name: "now_already", want: "allow"},
 }
 
 // asrGenerator is the one generator with no templates: it rewrites both

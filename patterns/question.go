@@ -164,7 +164,8 @@ func (l *Locale) clauseBefore(toks []string) bool {
 
 // openQuestion finds what makes toks a question a yes does not answer: an
 // open_questions phrase not wholly inside the confirm request that asks
-// ("lassen Sie mich wissen, ob ..." asks for a yes), or an alternatives word
+// ("lassen Sie mich wissen, ob ..." asks for a yes) or inside a plain
+// phrase (nl "nu al"), or an alternatives word
 // followed by more than a negation ("Dienstag oder Mittwoch", not "...,
 // oder?" or "oder nicht").
 //
@@ -178,8 +179,15 @@ func (l *Locale) openQuestion(toks []string, requests []span) (Match, bool) {
 	}
 	// A phrase wholly inside the confirm request belongs to it.
 	inside := func(s span) bool { return !slices.Contains(asks[s.start:s.end], false) }
+	// One wholly inside a plain phrase is a word of it, as a negation
+	// inside a negation idiom is: nl "nu *al*" (right now) asks nothing
+	// of what the caller has done ("Heeft u *al* betaald?").
+	plain := l.plainWords.find(toks)
+	inPlain := func(s span) bool {
+		return slices.ContainsFunc(plain, func(p span) bool { return p.start <= s.start && s.end <= p.end })
+	}
 	for _, s := range l.openQuestions.find(toks) {
-		if !inside(s) {
+		if !inside(s) && !inPlain(s) {
 			return spanMatch("open_question", toks, s), true
 		}
 	}
