@@ -182,8 +182,11 @@ func (l *Locale) openQuestion(toks []string, requests []span) (Match, bool) {
 	// One wholly inside a plain phrase is a word of it, as a negation
 	// inside a negation idiom is: nl "nu *al*" (right now) asks nothing
 	// of what the caller has done ("Heeft u *al* betaald?").
-	plain := l.plainWords.find(toks)
+	var plain []span // found only when an open question is: rare
 	inPlain := func(s span) bool {
+		if plain == nil {
+			plain = l.plainWords.find(toks)
+		}
 		return slices.ContainsFunc(plain, func(p span) bool { return p.start <= s.start && s.end <= p.end })
 	}
 	for _, s := range l.openQuestions.find(toks) {
@@ -421,8 +424,8 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 	if !args.timed {
 		l.identifyingDates(&r, tool.Action)
 	}
-	l.places(&r, tool)
-	l.waits(&r)
+	l.places(&r, tool, spans)
+	l.waits(&r, spans)
 	// A stray value's words stay unexplained even where a plain word
 	// would cover them.
 	for _, h := range r.strays {
@@ -815,7 +818,7 @@ const maxPlace = 3
 // number, a tool's verb or another tool's word ends it, and a slot that
 // anything unexplained follows explains nothing ("at Luigi's later",
 // "into savings or checking").
-func (l *Locale) places(r *reading, tool Tool) {
+func (l *Locale) places(r *reading, tool Tool, spans *spanArena) {
 	if l.placePrepositions.empty() {
 		return
 	}
@@ -838,7 +841,7 @@ func (l *Locale) places(r *reading, tool Tool) {
 	// A plain word may stand in a name ("sul conto deposito", "sulla carta
 	// che termina con 4421"); it keeps its role.
 	word := func(k int) bool { return name(k) || (k < n && r.roles[k] == rolePlain && !l.determiners[toks[k]]) }
-	for _, sp := range l.placePrepositions.find(toks) {
+	for _, sp := range spans.find(&l.placePrepositions) {
 		free := true
 		for k := sp.start; k < sp.end; k++ {
 			if ro := r.roles[k]; ro != unexplained && ro != rolePlain && ro != roleParty {
@@ -909,13 +912,13 @@ func (l *Locale) places(r *reading, tool Tool) {
 // than waiting for Monday" never states the Monday it books. Anything
 // else there ("rather than waiting, or ...", "instead of waiting and
 // printing it") leaves it unexplained, and the question not plain.
-func (l *Locale) waits(r *reading) {
+func (l *Locale) waits(r *reading, spans *spanArena) {
 	if l.insteadOfWaiting.empty() || r.lastVerb < 0 {
 		return
 	}
 	toks := r.s.Tokens
 	n := len(toks)
-	for _, sp := range l.insteadOfWaiting.find(toks) {
+	for _, sp := range spans.find(&l.insteadOfWaiting) {
 		if sp.start <= r.lastVerb || r.datedBefore(sp.start) {
 			continue
 		}
