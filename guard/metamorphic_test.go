@@ -109,6 +109,7 @@ var metaGenerators = []metaGenerator{
 	{name: "bad_outstanding", want: "refuse"},
 	{name: "bad_wait", want: "refuse"},
 	{name: "bad_now_already", want: "refuse"},
+	{name: "bad_confirm_frame", want: "refuse"},
 	{name: "hedge", want: "refuse"},
 	{name: "backchannel", want: "refuse"},
 	{name: "take_back", want: "refuse"},
@@ -124,6 +125,7 @@ var metaGenerators = []metaGenerator{
 	{name: "outstanding", want: "allow"},
 	{name: "now_not_wait", want: "allow"},
 	{name: "now_already", want: "allow"},
+	{name: "confirm_frame", want: "allow"},
 }
 
 // asrGenerator is the one generator with no templates: it rewrites both

@@ -690,12 +690,16 @@ func (l *Locale) identifies(r *reading, h valueHit) bool {
 	case k >= 1 && r.roles[k] == rolePlain && r.roles[k-1] == rolePlain && linkAt(k-1):
 		linked, k = true, k-2
 	case k >= 1 && r.roles[k] == rolePlain && r.roles[k-1] == roleOther:
-		return true // "uw afspraak op 3 juni": another tool's thing, and its date
+		// "uw afspraak op 3 juni": another tool's thing, and its date.
+		return h.kind != ValueRelative
 	}
 	for ; k >= 0; k-- {
 		switch ro := r.roles[k]; {
 		case ro == roleOther:
-			return true
+			// A relative date right after it, with no link, says when to
+			// act: "cancel your appointment *next week*", "annuler le
+			// rendez-vous *plus tard*"; "la cita *de mañana*" names it.
+			return linked || h.kind != ValueRelative
 		case ro == roleObject:
 			return linked
 		case ro == roleModifier || ro == roleValue:
