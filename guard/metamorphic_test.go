@@ -110,6 +110,7 @@ var metaGenerators = []metaGenerator{
 	{name: "bad_wait", want: "refuse"},
 	{name: "bad_now_already", want: "refuse"},
 	{name: "bad_confirm_frame", want: "refuse"},
+	{name: "bad_possessive_date", want: "refuse"},
 	{name: "hedge", want: "refuse"},
 	{name: "backchannel", want: "refuse"},
 	{name: "take_back", want: "refuse"},
@@ -126,6 +127,7 @@ var metaGenerators = []metaGenerator{
 	{name: "now_not_wait", want: "allow"},
 	{name: "now_already", want: "allow"},
 	{name: "confirm_frame", want: "allow"},
+	{name: "possessive_date", want: "allow"},
 }
 
 // asrGenerator is the one generator with no templates: it rewrites both

@@ -651,9 +651,10 @@ func (l *Locale) identifies(r *reading, h valueHit) bool {
 	possessive := h.end-h.start == 1 && strings.HasSuffix(toks[h.start], "'s")
 	det := func(k int) bool { return k >= 0 && r.roles[k] == rolePlain && l.determiners[toks[k]] }
 	// Right before an object, after a determiner or as a possessive ("the
-	// Friday appointment", "Thursday's appointment"); never a relative
-	// date ("the tomorrow appeal").
-	if h.kind != ValueRelative && h.end < len(toks) && (det(h.start-1) || possessive) {
+	// Friday appointment", "Thursday's appointment", "tonight's
+	// reservation"); a relative date only as a possessive ("the tomorrow
+	// appeal" is none).
+	if h.end < len(toks) && ((h.kind != ValueRelative && det(h.start-1)) || possessive) {
 		if ro := r.roles[h.end]; ro == roleObject || ro == roleOther {
 			return true
 		}
