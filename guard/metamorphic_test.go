@@ -104,6 +104,13 @@ var metaGenerators = []metaGenerator{
 	{name: "purpose_clause", want: "refuse"},
 	{name: "negative_question", want: "refuse", yesWord: true},
 	{name: "mind", want: "refuse", yesWord: true},
+	{name: "bad_place", want: "refuse"},
+	{name: "bad_on_file", want: "refuse"},
+	{name: "bad_outstanding", want: "refuse"},
+	{name: "bad_wait", want: "refuse"},
+	{name: "bad_now_already", want: "refuse"},
+	{name: "bad_confirm_frame", want: "refuse"},
+	{name: "bad_possessive_date", want: "refuse"},
 	{name: "hedge", want: "refuse"},
 	{name: "backchannel", want: "refuse"},
 	{name: "take_back", want: "refuse"},
@@ -114,6 +121,13 @@ var metaGenerators = []metaGenerator{
 	{name: "agent_filler", want: "allow"},
 	{name: "restated_value", want: "allow"},
 	{name: "code_switch", want: "allow"},
+	{name: "place", want: "allow"},
+	{name: "on_file", want: "allow"},
+	{name: "outstanding", want: "allow"},
+	{name: "now_not_wait", want: "allow"},
+	{name: "now_already", want: "allow"},
+	{name: "confirm_frame", want: "allow"},
+	{name: "possessive_date", want: "allow"},
 }
 
 // asrGenerator is the one generator with no templates: it rewrites both
@@ -186,7 +200,7 @@ func (mt *metaTemplate) UnmarshalYAML(n *yaml.Node) error {
 // prefixed other_, of one of its others.
 var metaBuiltins = map[string]bool{
 	"turn": true, "pre": true, "ctx": true, "q": true, "q_open": true, "post": true,
-	"value": true, "amount2": true,
+	"value": true, "amount2": true, "untimed": true,
 	"yes": true, "yes_head": true, "yes_tail": true, "yes_lc": true, "yes_stutter": true, "yes_repeat": true,
 }
 
@@ -655,6 +669,12 @@ func (b *metaBase) mutateAgent(m, cm *metaFile, gen metaGenerator, mt metaTempla
 		fill["value"] = b.values[0]
 		fill["amount2"] = otherAmount(b.values[0])
 	}
+	// {untimed} renders nothing, and only for a call that binds no date or
+	// time: a template that rewrites the question from a frame's phrases
+	// drops the date the question stated, so it fits no booking.
+	if !timedArgs(b.d.Args) {
+		fill["untimed"] = ""
+	}
 	text, ok := b.render(m, mt.Text, fill, rot)
 	if !ok {
 		return "", false
@@ -666,6 +686,19 @@ func (b *metaBase) mutateAgent(m, cm *metaFile, gen metaGenerator, mt metaTempla
 	}
 	return text, true
 }
+
+// timedArgs reports whether a call's arguments hold a date or a time
+// ("2025-03-11", "10:00", "2025-05-13T10:00").
+func timedArgs(args map[string]any) bool {
+	for _, v := range args {
+		if s, ok := v.(string); ok && timedArgRE.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+var timedArgRE = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2})`)
 
 // mutateCaller renders a caller template. A safe template that replaces the
 // yes (uses none of {yes...}) applies only when the yes starts with a yes

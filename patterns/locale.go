@@ -151,6 +151,16 @@ type File struct {
 	// PartyArticles are party prepositions that hold their article (es
 	// "al", de "beim", fr "au"): the party may follow them directly.
 	PartyArticles []string `yaml:"party_articles"`
+	// PlacePrepositions open a phrase naming where the thing the action
+	// acts on is, or where the money goes, right after the object ("the
+	// booking at the Harbor Inn", "auf Ihr Sparkonto", "al ristorante Da
+	// Gino"): up to maxPlace content words, at the end of the proposal.
+	PlacePrepositions []string `yaml:"place_prepositions"`
+	// InsteadOfWaiting are the phrases that turn down waiting after a
+	// proposal to act ("rather than waiting for", de "statt bis * zu
+	// warten"): from one to the end of the sentence, only dates, plain
+	// words and tags may follow.
+	InsteadOfWaiting []string `yaml:"instead_of_waiting"`
 	// TimeWeekdays are weekday names the values reader leaves out alone
 	// because they are ordinals too (pt "segunda", "quarta", "quinta"):
 	// right before a time they name the weekday (1 Monday to 7 Sunday).
@@ -275,7 +285,8 @@ type Locale struct {
 
 	frames, tags, plainWords, fillerSentences, titles, recaps phraseList
 	statementWords, partyPrepositions, modifierLinks          phraseList
-	partyArticles, pronouns                                   phraseList
+	partyArticles, pronouns, placePrepositions                phraseList
+	insteadOfWaiting                                          phraseList
 	dayPeriods                                                phraseList
 	timeWeekdays                                              map[string]int
 	determiners                                               map[string]bool
@@ -469,6 +480,8 @@ func (f *File) Validate(lang string) error {
 		"statement_words":               f.StatementWords,
 		"party_prepositions":            f.PartyPrepositions,
 		"party_articles":                f.PartyArticles,
+		"place_prepositions":            f.PlacePrepositions,
+		"instead_of_waiting":            f.InsteadOfWaiting,
 		"pronouns":                      f.Pronouns,
 		"determiners":                   f.Determiners,
 		"pronoun_endings":               f.PronounEndings,
@@ -607,6 +620,8 @@ func compileLocale(f *File) *Locale {
 	l.statementWords = c(f.StatementWords)
 	l.partyPrepositions = c(f.PartyPrepositions)
 	l.partyArticles = c(f.PartyArticles)
+	l.placePrepositions = c(f.PlacePrepositions)
+	l.insteadOfWaiting = c(f.InsteadOfWaiting)
 	l.pronouns = c(f.Pronouns)
 	l.timeWeekdays = map[string]int{}
 	for w, d := range f.TimeWeekdays {
@@ -647,7 +662,7 @@ func compileLocale(f *File) *Locale {
 	}
 	l.functionWords = map[string]bool{}
 	for _, list := range [][]string{f.Negations, f.Hedges, f.Conditions, f.Additions, f.QuestionWords,
-		f.SideClauses, f.Alternatives, f.OpenQuestions, f.Conjunctions, f.Recaps, f.ModifierLinks, f.PartyPrepositions} {
+		f.SideClauses, f.Alternatives, f.OpenQuestions, f.Conjunctions, f.Recaps, f.ModifierLinks, f.PartyPrepositions, f.PlacePrepositions} {
 		for _, p := range list {
 			for _, w := range strings.Fields(l.fold(p)) {
 				for _, part := range l.splitWord(strings.Trim(w, ".,!?;:¿¡\"*~")) {
@@ -729,7 +744,7 @@ func (f *File) lists() [][]string {
 		f.QuestionWords, f.Fillers, f.Politeness, f.Glue, f.Requests, f.Particles, f.QuantityWords,
 		f.ConfirmRequests, f.QuestionStarts, f.Proceed, f.ConfirmVerbs, f.BackReferences, f.OpenQuestions,
 		f.SideClauses, f.Alternatives, f.Conjunctions, f.Prepositions, f.Frames, f.Tags, f.PlainWords,
-		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.Pronouns, f.Determiners, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers}
+		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.PlacePrepositions, f.InsteadOfWaiting, f.Pronouns, f.Determiners, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers}
 }
 
 // Get returns the locale for a BCP-47 tag: "es-MX" falls back to "es". It

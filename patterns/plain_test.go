@@ -81,7 +81,7 @@ func TestAWordOutsideTheListsMakesAQuestionNotPlain(t *testing.T) {
 					continue
 				}
 				switch ro := insertedRole(l, q, i, tool); {
-				case w == "zorblik" && (ro == roleModifier || ro == roleParty):
+				case w == "zorblik" && (ro == roleModifier || ro == roleParty || ro == rolePlace):
 					continue // a made-up word may describe the object
 				case w != "zorblik" && (ro == rolePlain || ro == roleFrame || ro == roleTag):
 					continue // it joined its neighbours in a listed phrase ("ahora" "mismo")

@@ -164,7 +164,8 @@ func (l *Locale) clauseBefore(toks []string) bool {
 
 // openQuestion finds what makes toks a question a yes does not answer: an
 // open_questions phrase not wholly inside the confirm request that asks
-// ("lassen Sie mich wissen, ob ..." asks for a yes), or an alternatives word
+// ("lassen Sie mich wissen, ob ..." asks for a yes) or inside a plain
+// phrase (nl "nu al"), or an alternatives word
 // followed by more than a negation ("Dienstag oder Mittwoch", not "...,
 // oder?" or "oder nicht").
 //
@@ -178,8 +179,18 @@ func (l *Locale) openQuestion(toks []string, requests []span) (Match, bool) {
 	}
 	// A phrase wholly inside the confirm request belongs to it.
 	inside := func(s span) bool { return !slices.Contains(asks[s.start:s.end], false) }
+	// One wholly inside a plain phrase is a word of it, as a negation
+	// inside a negation idiom is: nl "nu *al*" (right now) asks nothing
+	// of what the caller has done ("Heeft u *al* betaald?").
+	var plain []span // found only when an open question is: rare
+	inPlain := func(s span) bool {
+		if plain == nil {
+			plain = l.plainWords.find(toks)
+		}
+		return slices.ContainsFunc(plain, func(p span) bool { return p.start <= s.start && s.end <= p.end })
+	}
 	for _, s := range l.openQuestions.find(toks) {
-		if !inside(s) {
+		if !inside(s) && !inPlain(s) {
 			return spanMatch("open_question", toks, s), true
 		}
 	}
@@ -220,6 +231,8 @@ const (
 	roleOther          // another tool's object, as what this verb acts on
 	roleModifier       // a word before an object ("your physio appointment")
 	roleParty          // who the action involves ("with the hygienist")
+	rolePlace          // where its thing is, or its money goes ("at the Harbor Inn")
+	roleWait           // the waiting a "now" question turns down ("rather than waiting for Monday")
 )
 
 // reading is how a sentence reads as a proposal: what explains each of its
@@ -411,6 +424,8 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 	if !args.timed {
 		l.identifyingDates(&r, tool.Action)
 	}
+	l.places(&r, tool, spans)
+	l.waits(&r, spans)
 	// A stray value's words stay unexplained even where a plain word
 	// would cover them.
 	for _, h := range r.strays {
@@ -636,9 +651,10 @@ func (l *Locale) identifies(r *reading, h valueHit) bool {
 	possessive := h.end-h.start == 1 && strings.HasSuffix(toks[h.start], "'s")
 	det := func(k int) bool { return k >= 0 && r.roles[k] == rolePlain && l.determiners[toks[k]] }
 	// Right before an object, after a determiner or as a possessive ("the
-	// Friday appointment", "Thursday's appointment"); never a relative
-	// date ("the tomorrow appeal").
-	if h.kind != ValueRelative && h.end < len(toks) && (det(h.start-1) || possessive) {
+	// Friday appointment", "Thursday's appointment", "tonight's
+	// reservation"); a relative date only as a possessive ("the tomorrow
+	// appeal" is none).
+	if h.end < len(toks) && ((h.kind != ValueRelative && det(h.start-1)) || possessive) {
 		if ro := r.roles[h.end]; ro == roleObject || ro == roleOther {
 			return true
 		}
@@ -675,12 +691,16 @@ func (l *Locale) identifies(r *reading, h valueHit) bool {
 	case k >= 1 && r.roles[k] == rolePlain && r.roles[k-1] == rolePlain && linkAt(k-1):
 		linked, k = true, k-2
 	case k >= 1 && r.roles[k] == rolePlain && r.roles[k-1] == roleOther:
-		return true // "uw afspraak op 3 juni": another tool's thing, and its date
+		// "uw afspraak op 3 juni": another tool's thing, and its date.
+		return h.kind != ValueRelative
 	}
 	for ; k >= 0; k-- {
 		switch ro := r.roles[k]; {
 		case ro == roleOther:
-			return true
+			// A relative date right after it, with no link, says when to
+			// act: "cancel your appointment *next week*", "annuler le
+			// rendez-vous *plus tard*"; "la cita *de mañana*" names it.
+			return linked || h.kind != ValueRelative
 		case ro == roleObject:
 			return linked
 		case ro == roleModifier || ro == roleValue:
@@ -747,7 +767,9 @@ func (l *Locale) slots(r *reading, tool Tool) {
 			}
 		}
 		switch {
-		case run > maxSlot || !timeless(i, j):
+		case run > maxSlot || !timeless(i, j) || l.conjunctionAt(toks, j):
+			// "den Widerspruch bei der Behörde *abholen und* einreichen": a
+			// slot before a conjunction may hold a verb of its own.
 		case j < n && (r.roles[j] == roleObject || r.roles[j] == roleOther) &&
 			i > 0 && (r.roles[i-1] == rolePlain || r.roles[i-1] == roleValue || r.roles[i-1] == roleName):
 			// "your physio appointment", "the Friday visit".
@@ -780,6 +802,222 @@ func (l *Locale) slots(r *reading, tool Tool) {
 			mark(r, k, end, roleModifier)
 		}
 	}
+}
+
+// maxPlace is how many content words a place slot takes ("Brasserie du
+// Port", "ristorante Da Gino").
+const maxPlace = 3
+
+// places explains where the thing the action acts on is, or where its
+// money goes: a place_prepositions word right after what the action acts
+// on (an object, a word describing one, a value or another place, past
+// plain words), then determiners, then up to maxPlace content words (a
+// name may hold a link or an article between two of them: "Fogo de
+// Chão", "Hotel De Wereld") or the action's own objects and argument
+// words, at the end of the proposal ("cancel the booking *at the Harbor
+// Inn*", "500 Euro *vom Girokonto auf Ihr Sparkonto* überweisen", "pay
+// $120.50 *toward your bill*").
+//
+// The slot is bounded and fails closed as the other slots do: a function
+// word (negation, alternative, condition, conjunction, time, order), a
+// number, a tool's verb or another tool's word ends it, and a slot that
+// anything unexplained follows explains nothing ("at Luigi's later",
+// "into savings or checking").
+func (l *Locale) places(r *reading, tool Tool, spans *spanArena) {
+	if l.placePrepositions.empty() {
+		return
+	}
+	toks := r.s.Tokens
+	n := len(toks)
+	name := func(k int) bool {
+		if k >= n {
+			return false
+		}
+		switch r.roles[k] {
+		case unexplained:
+			return l.contentWord(toks[k], tool.Action) && !l.notModifiers[toks[k]] &&
+				(tool.Others == nil || !tool.Others.words[toks[k]])
+		case roleObject, roleArg, roleParty:
+			// A party slot's words ("à la Brasserie") are a place's here.
+			return true
+		}
+		return false
+	}
+	// A plain word may stand in a name ("sul conto deposito", "sulla carta
+	// che termina con 4421"); it keeps its role.
+	word := func(k int) bool { return name(k) || (k < n && r.roles[k] == rolePlain && !l.determiners[toks[k]]) }
+	for _, sp := range spans.find(&l.placePrepositions) {
+		free := true
+		for k := sp.start; k < sp.end; k++ {
+			if ro := r.roles[k]; ro != unexplained && ro != rolePlain && ro != roleParty {
+				free = false
+			}
+		}
+		if !free || !r.placedBefore(sp.start) {
+			continue
+		}
+		k := sp.end
+		for k < n && r.roles[k] == rolePlain && l.determiners[toks[k]] {
+			k++
+		}
+		words, end, plainSeen := 0, -1, false
+		for j := k; j < n && words <= maxPlace; {
+			if (j > k && slices.Contains(r.s.Breaks, j)) || l.conjunctionAt(toks, j) {
+				break // a comma or a conjunction ends the place: ", then print it"
+			}
+			// A link or an article inside a name, between two of its words
+			// ("Brasserie du Port", "Hotel De Wereld", "ristorante Da Gino").
+			if words > 0 && (r.roles[j] == unexplained || r.roles[j] == rolePlain || r.roles[j] == roleParty) {
+				if lk, ok := l.modifierLinks.startsWith(toks[j:]); ok && name(j+lk.end) {
+					j += lk.end
+					continue
+				}
+				if lk, ok := l.placePrepositions.startsWith(toks[j:]); ok && name(j+lk.end) {
+					j += lk.end
+					continue
+				}
+				if l.determiners[toks[j]] && name(j+1) {
+					j++
+					continue
+				}
+			}
+			// After a plain word, only plain words and the action's own
+			// words: "at the Harbor Inn then *print* it" ends at "Inn".
+			if !word(j) || (plainSeen && r.roles[j] == unexplained) {
+				break
+			}
+			if name(j) {
+				words++ // plain words are harmless and not counted
+			} else {
+				plainSeen = true
+			}
+			j++
+			end = j
+		}
+		if end < 0 || words > maxPlace || (end < n && r.roles[end] == unexplained) || l.conjunctionAt(toks, end) {
+			continue
+		}
+		for p := sp.start; p < end; p++ {
+			if ro := r.roles[p]; ro == unexplained || ro == roleParty {
+				r.roles[p] = rolePlace
+			}
+		}
+	}
+}
+
+// waits explains the waiting a question turns down after proposing the
+// action: "Shall I submit the claim now *rather than waiting for
+// Monday*?", "..., *statt bis Montag zu warten*?". A yes to it is a yes
+// to acting, not to waiting: the phrase (instead_of_waiting) stands after
+// the action's last verb, and from it to the end of the sentence stand
+// only its words, plain words, tags and dates or times that are none of
+// the call's arguments (the day one would wait for). Such a date is
+// explained, and no longer a stray; a date that is one of the call's
+// arguments there leaves the phrase unexplained, so that "book now rather
+// than waiting for Monday" never states the Monday it books. Anything
+// else there ("rather than waiting, or ...", "instead of waiting and
+// printing it") leaves it unexplained, and the question not plain.
+func (l *Locale) waits(r *reading, spans *spanArena) {
+	if l.insteadOfWaiting.empty() || r.lastVerb < 0 {
+		return
+	}
+	toks := r.s.Tokens
+	n := len(toks)
+	for _, sp := range spans.find(&l.insteadOfWaiting) {
+		if sp.start <= r.lastVerb || r.datedBefore(sp.start) {
+			continue
+		}
+		phrase := make([]bool, n) // the phrase's own words, not its gaps
+		pos, _ := appendPositions(nil, sp.p.elems, toks, sp.start)
+		for _, p := range pos {
+			phrase[p] = true
+		}
+		var dates []int // indexes into r.strays
+		ok := true
+		for p := sp.start; p < n && ok; p++ {
+			switch {
+			case phrase[p]:
+			case r.roles[p] == rolePlain || r.roles[p] == roleTag:
+			default:
+				i := slices.IndexFunc(r.strays, func(h valueHit) bool { return h.start <= p && p < h.end })
+				if i < 0 {
+					ok = false
+					break
+				}
+				switch r.strays[i].kind {
+				case ValueDate, ValueTime, ValueDateTime, ValueRelative:
+					if !slices.Contains(dates, i) {
+						dates = append(dates, i)
+					}
+				default:
+					ok = false // an amount: "rather than waiting for $50"
+				}
+			}
+		}
+		if !ok {
+			continue
+		}
+		for p := sp.start; p < n; p++ {
+			if r.roles[p] != roleTag && r.roles[p] != rolePlain {
+				r.roles[p] = roleWait
+			}
+		}
+		kept := r.strays[:0]
+		for i, h := range r.strays {
+			if !slices.Contains(dates, i) {
+				kept = append(kept, h)
+			}
+		}
+		r.strays = kept
+		return
+	}
+}
+
+// datedBefore reports whether a date or time that is none of the call's
+// arguments stands before toks[k], stray or explained as naming which
+// thing the action acts on: before a turned-down wait it says when to act
+// ("den Termin *nächste Woche* stornieren, statt bis Montag zu warten").
+func (r *reading) datedBefore(k int) bool {
+	for _, hs := range [][]valueHit{r.values, r.strays} {
+		for _, h := range hs {
+			if h.stray && h.start < k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// conjunctionAt reports whether one of the locale's conjunctions starts at
+// toks[k]: a slot right before one may end in a verb that no list knows
+// ("im Hotel Post abholen und einreichen"), so it explains nothing.
+func (l *Locale) conjunctionAt(toks []string, k int) bool {
+	if k >= len(toks) {
+		return false
+	}
+	_, ok := l.conjunctions.startsWith(toks[k:])
+	return ok
+}
+
+// placedBefore reports whether, past plain words, what the action acts
+// on stands before toks[k]: an object, a word describing one, a value or
+// a place.
+//
+// The action's verb counts only where an object stands before it: a
+// place names where the thing is, not how the action is done.
+// A stray value counts ("the reservation for tonight at Luigi's"): it is
+// judged apart, and stays unexplained.
+func (r *reading) placedBefore(k int) bool {
+	for k--; k >= 0; k-- {
+		switch r.roles[k] {
+		case roleObject, roleOther, roleModifier, roleValue, rolePlace, roleArg:
+			return true
+		case rolePlain, roleVerb:
+			continue // a separated particle: "send the appeal *in* at ..."
+		}
+		return r.strayOrValueAt(k)
+	}
+	return false
 }
 
 // describedBefore reports whether, past plain words, an object (or a word

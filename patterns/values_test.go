@@ -314,6 +314,9 @@ func TestValuesPortuguese(t *testing.T) {
 		{"às três da tarde", []string{"time[as tres da tarde] 15:00"}},
 		{"três e meia da tarde", []string{"time[tres e meia da tarde] 15:30"}},
 		{"quinze para as quatro", []string{"time[quinze para as quatro] 03:45 either"}},
+		// "pras" is "para as" as callers and agents say it.
+		{"quinze pras quatro", []string{"time[quinze pras quatro] 03:45 either"}},
+		{"um quarto pras nove", []string{"time[um quarto pras nove] 08:45 either"}},
 		{"ao meio-dia", []string{"time[meio-dia] 12:00"}},
 		{"amanhã de manhã", []string{"relative[amanha]"}},
 		// "segunda" is a weekday only with "feira"; "uma" alone is an article.
