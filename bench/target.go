@@ -235,3 +235,41 @@ func (t *target) waitAbsorbed(ctx context.Context, want float64, step, timeout t
 		}
 	}
 }
+
+// Quiet: the guard's intake has not moved for quietFor, polled every
+// quietStep, within quietWait.
+const (
+	quietStep = 20 * time.Millisecond
+	quietFor  = 250 * time.Millisecond
+	quietWait = time.Minute
+)
+
+// waitQuiet waits until the guard has stopped taking events in: its
+// queue is drained (or, for what a slow consumer dropped, will never come).
+// Without a count of the guard's intake it returns at once.
+func (t *target) waitQuiet(ctx context.Context) error {
+	deadline := time.Now().Add(quietWait)
+	last, ok, err := t.absorbed(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	still := time.Now()
+	for time.Since(still) < quietFor {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the guard was still taking events in after %s", quietWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(quietStep):
+		}
+		n, _, err := t.absorbed(ctx)
+		if err != nil {
+			return err
+		}
+		if n != last {
+			last, still = n, time.Now()
+		}
+	}
+	return nil
+}
