@@ -106,7 +106,7 @@ func startTarget(ctx context.Context, cfg config) (*target, error) {
 		}
 	}
 	reg := prometheus.NewRegistry()
-	timer := newHandlerTimer()
+	timer := newHandlerTimer(cfg.State, cfg.CPUProfile != "")
 	srv, err := server.New(server.Config{
 		GRPCAddr:        "127.0.0.1:0",
 		NATSListen:      "127.0.0.1:0",

@@ -268,12 +268,15 @@ func (b *bench) throughput(ctx context.Context, l *loaded, dh, dc time.Duration)
 	})
 
 	var outcomes [8 * 32]atomic.Int64 // outcome*32 + reason
-	var bad, starved, completes atomic.Int64
+	var bad, starved, completes, waited atomic.Int64
 	var firstBad atomic.Value
 	lats := make([]lat, conc)
 	var argN atomic.Int64
 	judged := func(w int, call string, resp *yesguardv1.CheckResponse, took time.Duration, want yesguardv1.Outcome) {
 		lats[w] = append(lats[w], took)
+		if resp.GetWaitedMs() >= 1 {
+			waited.Add(1)
+		}
 		outcomes[(int(resp.GetOutcome())%8)*32+int(resp.GetReason())%32].Add(1)
 		if resp.GetOutcome() != want {
 			bad.Add(1)
@@ -362,7 +365,7 @@ func (b *bench) throughput(ctx context.Context, l *loaded, dh, dc time.Duration)
 	b.notes = append(b.notes,
 		fmt.Sprintf("throughput mix asked: every Check a first-time decision on a fresh question and answer (%s), and %.0f%% of ALLOWs Completed and retried with the same arguments (DUPLICATE); %d Completes ran in the Checks' time, not counted in their rate", strings.Join(asked, ", "), retryShare*100, completes.Load()),
 		fmt.Sprintf("throughput mix produced (%d Checks): %s", total, strings.Join(mix, ", ")),
-		fmt.Sprintf("throughput: %d calls checked in turn, each ready again once its next exchange (2 finals) is in the guard; %d other calls chatter so that the stream stays near %d events/s; a worker found no call ready %d times", len(l.scale), chatterCalls, b.cfg.StreamRate, starved.Load()),
+		fmt.Sprintf("throughput: %d calls checked in turn, each ready again once its next exchange (2 finals) is in the guard; %d other calls chatter so that the stream stays near %d events/s; a worker found no call ready %d times; %d Checks waited >= 1 ms in the guard for the caller's turn", len(l.scale), chatterCalls, b.cfg.StreamRate, starved.Load(), waited.Load()),
 	)
 	if n := bad.Load(); n > 0 {
 		b.notes = append(b.notes, fmt.Sprintf("throughput: %d checks had another outcome than their answer's, e.g. %s", n, firstBad.Load()))
