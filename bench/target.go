@@ -246,30 +246,31 @@ const (
 
 // waitQuiet waits until the guard has stopped taking events in: its
 // queue is drained (or, for what a slow consumer dropped, will never come).
-// Without a count of the guard's intake it returns at once.
-func (t *target) waitQuiet(ctx context.Context) error {
+// It reports false when the guard was still taking events in after
+// quietWait, and returns at once without a count of the guard's intake.
+func (t *target) waitQuiet(ctx context.Context) (bool, error) {
 	deadline := time.Now().Add(quietWait)
 	last, ok, err := t.absorbed(ctx)
 	if err != nil || !ok {
-		return err
+		return ok, err
 	}
 	still := time.Now()
 	for time.Since(still) < quietFor {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the guard was still taking events in after %s", quietWait)
+			return false, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-time.After(quietStep):
 		}
 		n, _, err := t.absorbed(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if n != last {
 			last, still = n, time.Now()
 		}
 	}
-	return nil
+	return true, nil
 }
