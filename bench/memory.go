@@ -136,12 +136,15 @@ func memoryRows(mem []memResult) []row {
 		return rows
 	}
 	slope := (hi.total - lo.total) / float64(hi.calls-lo.calls)
-	flat := slope > 0 && slope <= memGoal && slope >= hi.perCall*(1-memFlat) && slope <= hi.perCall*(1+memFlat)
+	// Flat: an added call costs what a call costs with only the fewest
+	// held (the slope against the per-call figure at lo, not at hi, which
+	// the slope is nearly made of).
+	flat := slope > 0 && slope <= memGoal && slope >= lo.perCall*(1-memFlat) && slope <= lo.perCall*(1+memFlat)
 	return append(rows, row{
-		measure: fmt.Sprintf("memory slope, %d to %d calls (bytes per added call)", lo.calls, hi.calls),
+		measure: fmt.Sprintf("memory slope, %d to %d calls (bytes per added call) vs per call at %d", lo.calls, hi.calls, lo.calls),
 		guard:   bytesStr(slope),
-		floor:   bytesStr(hi.perCall), ratio: ratio(slope, hi.perCall),
-		goal: fmt.Sprintf("≤ 6 KiB and flat: within %.0f%% of the per-call figure at %d", memFlat*100, hi.calls),
+		floor:   bytesStr(lo.perCall), ratio: ratio(slope, lo.perCall),
+		goal: fmt.Sprintf("≤ 6 KiB and flat: within %.0f%% of the per-call figure at %d", memFlat*100, lo.calls),
 		met:  verdict(flat),
 	})
 }
