@@ -113,7 +113,7 @@ func (b *bench) approvalRows(ctx context.Context, approvals []issued, allowInsid
 	}
 	b.rows = append(b.rows, row{
 		fmt.Sprintf("  approval signing p50 (n=%d) vs the ALLOW handler's p50", len(sign)),
-		us(sign.pct(50)), floor, share, "what signing adds to an ALLOW",
+		us(sign.pct(50)), floor, share, "what signing adds to an ALLOW", "",
 	})
 	b.notes = append(b.notes, fmt.Sprintf("approvals: signing is approval.Signer.Sign (Ed25519, compact JWS) timed in the bench process, as the guard calls it once per ALLOW; a token is %d bytes, carried in each ALLOW answer (its size above includes it); p99 %s", size, us(sign.pct(99))))
 	if len(approvals) == 0 {
@@ -126,8 +126,8 @@ func (b *bench) approvalRows(ctx context.Context, approvals []issued, allowInsid
 	}
 	hp50, hp99 := health.pct(50), health.pct(99)
 	b.rows = append(b.rows,
-		row{fmt.Sprintf("Redeem p50 (n=%d) vs health", len(redeems)), us(redeems.pct(50)), us(hp50), ratio(float64(redeems.pct(50)), float64(hp50)), "verify, claim once, record"},
-		row{"Redeem p99 vs health", us(redeems.pct(99)), us(hp99), ratio(float64(redeems.pct(99)), float64(hp99)), ""},
+		row{fmt.Sprintf("Redeem p50 (n=%d) vs health", len(redeems)), us(redeems.pct(50)), us(hp50), ratio(float64(redeems.pct(50)), float64(hp50)), "verify, claim once, record", ""},
+		row{"Redeem p99 vs health", us(redeems.pct(99)), us(hp99), ratio(float64(redeems.pct(99)), float64(hp99)), "", ""},
 	)
 	if bad > 0 {
 		b.notes = append(b.notes, fmt.Sprintf("redeem: %d redeems had another outcome, e.g. %s", bad, firstBad))

@@ -97,3 +97,54 @@ func heapInUse() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
 }
+
+// memGoal is issue 15's bound on the memory an active call holds.
+const memGoal = 6 << 10
+
+// memFlat is how far the slope may stray from the per-call figure at the
+// most calls and still count as flat: a call costs what it costs, however
+// many others are held.
+const memFlat = 0.15
+
+// memoryRows are the memory phase's rows: per call at each count, against
+// the goal, and the slope between the fewest and the most calls (the bytes
+// each added call costs), which must be within the goal and flat.
+func memoryRows(mem []memResult) []row {
+	var rows []row
+	for _, m := range mem {
+		rows = append(rows, row{
+			measure: fmt.Sprintf("memory per active call, %d calls", m.calls),
+			guard:   bytesStr(m.perCall),
+			floor:   "-", ratio: "-",
+			goal: fmt.Sprintf("≤ 6 KiB (%d finals each; %.0f MiB in all; filled in %s)", m.finals, m.total/(1<<20), m.took.Round(10*time.Millisecond)),
+			met:  atMost(m.perCall, memGoal),
+		})
+	}
+	if len(mem) < 2 {
+		return rows
+	}
+	lo, hi := mem[0], mem[0]
+	for _, m := range mem {
+		if m.calls < lo.calls {
+			lo = m
+		}
+		if m.calls > hi.calls {
+			hi = m
+		}
+	}
+	if lo.calls == hi.calls {
+		return rows
+	}
+	slope := (hi.total - lo.total) / float64(hi.calls-lo.calls)
+	// Flat: an added call costs what a call costs with only the fewest
+	// held (the slope against the per-call figure at lo, not at hi, which
+	// the slope is nearly made of).
+	flat := slope > 0 && slope <= memGoal && slope >= lo.perCall*(1-memFlat) && slope <= lo.perCall*(1+memFlat)
+	return append(rows, row{
+		measure: fmt.Sprintf("memory slope, %d to %d calls (bytes per added call) vs per call at %d", lo.calls, hi.calls, lo.calls),
+		guard:   bytesStr(slope),
+		floor:   bytesStr(lo.perCall), ratio: ratio(slope, lo.perCall),
+		goal: fmt.Sprintf("≤ 6 KiB and flat: within %.0f%% of the per-call figure at %d", memFlat*100, lo.calls),
+		met:  verdict(flat),
+	})
+}

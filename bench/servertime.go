@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,13 +24,24 @@ import (
 //
 // RPCs are told apart by kind: "health", and for Checks the first word of
 // the call id ("allow", "refuse"), which is how the bench names its calls.
+//
+// With labels set (a CPU profile asked for), every handler also runs under
+// the pprof label rpc=<state>/<kind> ("memory/allow", "jetstream/refuse",
+// "jetstream/scale"), on and off alike, so that the profile can be read per
+// kind of Check: -tagfocus rpc=jetstream/allow.
 type handlerTimer struct {
 	on    atomic.Bool
 	mu    sync.Mutex
 	times map[string]lat
+	// labels, and the state named in them, are set before the guard
+	// serves and never change.
+	labels bool
+	state  string
 }
 
-func newHandlerTimer() *handlerTimer { return &handlerTimer{times: map[string]lat{}} }
+func newHandlerTimer(state string, labels bool) *handlerTimer {
+	return &handlerTimer{times: map[string]lat{}, state: state, labels: labels}
+}
 
 // start clears what was timed and starts timing.
 func (t *handlerTimer) start() {
@@ -50,23 +62,41 @@ func (t *handlerTimer) stop() map[string]lat {
 	return times
 }
 
-func (t *handlerTimer) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (t *handlerTimer) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	if t.labels {
+		kind := rpcKind(req, info)
+		if kind == "" {
+			kind = strings.TrimPrefix(info.FullMethod, "/yesguard.v1.Guard/")
+		}
+		pprof.Do(ctx, pprof.Labels("rpc", t.state+"/"+kind), func(ctx context.Context) { resp, err = t.timed(ctx, req, info, handler) })
+		return resp, err
+	}
+	return t.timed(ctx, req, info, handler)
+}
+
+// rpcKind is "health", or the first word of a Check's call id; "" for
+// anything else.
+func rpcKind(req any, info *grpc.UnaryServerInfo) string {
+	switch r := req.(type) {
+	case *yesguardv1.CheckRequest:
+		kind, _, _ := strings.Cut(r.GetCallId(), "-")
+		return kind
+	default:
+		if strings.HasPrefix(info.FullMethod, "/grpc.health.v1.Health/") {
+			return "health"
+		}
+	}
+	return ""
+}
+
+func (t *handlerTimer) timed(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if !t.on.Load() {
 		return handler(ctx, req)
 	}
 	t0 := time.Now()
 	resp, err := handler(ctx, req)
 	el := time.Since(t0)
-	kind := ""
-	switch r := req.(type) {
-	case *yesguardv1.CheckRequest:
-		kind, _, _ = strings.Cut(r.GetCallId(), "-")
-	default:
-		if strings.HasPrefix(info.FullMethod, "/grpc.health.v1.Health/") {
-			kind = "health"
-		}
-	}
-	if kind != "" {
+	if kind := rpcKind(req, info); kind != "" {
 		t.mu.Lock()
 		if t.on.Load() {
 			t.times[kind] = append(t.times[kind], el)

@@ -39,6 +39,14 @@ func ms(d time.Duration) string {
 	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 }
 
+// frac is a/b, 0 when either is missing.
+func frac(a, b float64) float64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	return a / b
+}
+
 func ratio(a, b float64) string {
 	if a == 0 || b == 0 {
 		return "-"
@@ -68,10 +76,28 @@ func bytesStr(b float64) string {
 	return fmt.Sprintf("%.0f B", b)
 }
 
-// row is one line of the table.
+// row is one line of the table. met is "met" or "not met" for a row that
+// is one of issue 15's goals, judged from the figures of this run, and
+// empty for a row that only explains another.
 type row struct {
-	measure, guard, floor, ratio, goal string
+	measure, guard, floor, ratio, goal, met string
 }
+
+// verdict is a goal row's met column.
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "not met"
+}
+
+// atMost is the met column of a goal "at or under limit": not met when
+// the figure is missing (0), so that a phase that measured nothing never
+// passes.
+func atMost(v, limit float64) string { return verdict(v > 0 && v <= limit) }
+
+// atLeast is the met column of a goal "at or over limit".
+func atLeast(v, limit float64) string { return verdict(v > 0 && v >= limit) }
 
 // table prints the rows, aligned, with a header naming the conditions.
 func printTable(w io.Writer, head []string, rows []row, notes []string) {
@@ -79,14 +105,14 @@ func printTable(w io.Writer, head []string, rows []row, notes []string) {
 		fmt.Fprintln(w, h)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "measure\tyesguard\tfloor (wire)\tratio\tgoal")
-	fmt.Fprintln(tw, "-------\t--------\t------------\t-----\t----")
+	fmt.Fprintln(tw, "measure\tyesguard\tfloor (wire)\tratio\tgoal\tmet")
+	fmt.Fprintln(tw, "-------\t--------\t------------\t-----\t----\t---")
 	for _, r := range rows {
 		if r.measure == "" {
-			fmt.Fprintln(tw, "\t\t\t\t")
+			fmt.Fprintln(tw, "\t\t\t\t\t")
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.measure, r.guard, r.floor, r.ratio, r.goal)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.measure, r.guard, r.floor, r.ratio, r.goal, r.met)
 	}
 	_ = tw.Flush()
 	for _, n := range notes {

@@ -106,7 +106,7 @@ func startTarget(ctx context.Context, cfg config) (*target, error) {
 		}
 	}
 	reg := prometheus.NewRegistry()
-	timer := newHandlerTimer()
+	timer := newHandlerTimer(cfg.State, cfg.CPUProfile != "")
 	srv, err := server.New(server.Config{
 		GRPCAddr:        "127.0.0.1:0",
 		NATSListen:      "127.0.0.1:0",
@@ -234,4 +234,43 @@ func (t *target) waitAbsorbed(ctx context.Context, want float64, step, timeout t
 		case <-time.After(step):
 		}
 	}
+}
+
+// Quiet: the guard's intake has not moved for quietFor, polled every
+// quietStep, within quietWait.
+const (
+	quietStep = 20 * time.Millisecond
+	quietFor  = 250 * time.Millisecond
+	quietWait = time.Minute
+)
+
+// waitQuiet waits until the guard has stopped taking events in: its
+// queue is drained (or, for what a slow consumer dropped, will never come).
+// It reports false when the guard was still taking events in after
+// quietWait, and returns at once without a count of the guard's intake.
+func (t *target) waitQuiet(ctx context.Context) (bool, error) {
+	deadline := time.Now().Add(quietWait)
+	last, ok, err := t.absorbed(ctx)
+	if err != nil || !ok {
+		return ok, err
+	}
+	still := time.Now()
+	for time.Since(still) < quietFor {
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(quietStep):
+		}
+		n, _, err := t.absorbed(ctx)
+		if err != nil {
+			return false, err
+		}
+		if n != last {
+			last, still = n, time.Now()
+		}
+	}
+	return true, nil
 }
