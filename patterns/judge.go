@@ -210,6 +210,14 @@ func (v Verdict) instruction(in Input, ca *callArgs, loc *Locale, answer, qText 
 		if sen, bad, ok := loc.strayValue(answer, ca); !ok {
 			return v.with(ArgumentMismatch, "the caller's words state "+strconv.Quote(bad)+", which is none of the call's arguments ("+strconv.Quote(sen)+")")
 		}
+		// With no question, nobody proposed the values: each bound one is
+		// stated in the caller's words or in the agent's turn before them,
+		// and, when the tool binds any, that turn states no other value (a
+		// balance of 212.40 and 80 of it past due: "Just pay it." does not
+		// say which).
+		if sen, bad, ok := loc.strayValue(qText, ca); !ok && len(in.Bind) > 0 {
+			return v.with(ArgumentMismatch, "the agent's turn before the instruction states "+strconv.Quote(bad)+", which is none of the call's arguments ("+strconv.Quote(sen)+"): the caller's words do not say which value they ask for")
+		}
 		said := Text{Sentences: append(append([]Sentence(nil), answer.Sentences...), qText.Sentences...)}
 		if detail, ok := loc.boundStated(said.Sentences, ca, in.Bind); !ok {
 			return v.with(ArgumentMismatch, detail)
