@@ -173,6 +173,22 @@ type Snapshot struct {
 	// numbered have not arrived: the call cannot be judged until they do
 	// or the agent speaks again.
 	Gap string
+	// HeldGap is a gap that only agent speech with response id HeldGapBy
+	// settled: a Check that leaves that speech out of the turns (its own
+	// filler, "One moment.") must treat HeldGap as Gap, since for it
+	// nothing the agent said came after the missing events. Agent speech
+	// of another response id, or of none, settles it for every Check.
+	HeldGap, HeldGapBy string
+}
+
+// GapFor is the gap a Check that leaves out agent speech with response id
+// skip (its own filler; "" for none) must judge by: Gap, or HeldGap when
+// the only agent speech that settled it is the speech left out.
+func (s Snapshot) GapFor(skip string) string {
+	if s.Gap == "" && skip != "" && skip == s.HeldGapBy {
+		return s.HeldGap
+	}
+	return s.Gap
 }
 
 // Turns groups the snapshot's utterances into turns, after leaving out agent

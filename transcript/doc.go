@@ -17,7 +17,11 @@
 //     above seq 1 (outside a replay of the stream), a seq that jumps too
 //     far (rejected) or events lost by a slow consumer make the call
 //     uncertain (Snapshot.Gap) until the gap fills or the agent speaks
-//     again. Events without a source keep one seq per call.
+//     again. Agent speech of one response id settles it for every Check
+//     but one carrying that id (which leaves the speech out as its
+//     filler): for it the gap is held (Snapshot.GapFor) until agent speech
+//     of another response, or of none. Events without a source keep one
+//     seq per call.
 //   - Order: events with a source by audio time, then their run's seq,
 //     then arrival (stream order); events without one by seq where given,
 //     else by arrival.

@@ -90,6 +90,10 @@ type call struct {
 	// trackers follow the seqs of each (source, epoch), at most
 	// maxTrackers of them.
 	trackers []seqTracker
+	// held is a gap that only agent speech of one response settled: a
+	// Check that leaves that response out as its own filler still sees it
+	// (Snapshot.HeldGap).
+	held heldGap
 
 	// bytes is what the call holds, as the store counts it against
 	// MaxCallBytes and MaxTotalBytes (callBytes, utteranceBytes).
@@ -372,9 +376,23 @@ func (c *call) seenSeq(st stream, seq uint64, w *seqWindow) bool {
 	return false
 }
 
-// forgive clears the call's gaps: the agent spoke after them, so what they
-// hid is no longer the caller's current turn.
-func (c *call) forgive() {
+// heldGap is a gap settled only by agent speech of response id by.
+type heldGap struct {
+	by, why string
+}
+
+// forgive clears the call's gaps: the agent spoke (with responseID) after
+// them, so what they hid is no longer the caller's current turn. A Check
+// carrying responseID leaves that speech out as its filler, and for it the
+// speech settles nothing: the gap is held for it (c.held) until agent
+// speech of another response, or of none, follows.
+func (c *call) forgive(responseID string) {
+	switch why := c.gap(); {
+	case why != "" && responseID != "":
+		c.held = heldGap{by: responseID, why: why}
+	case responseID == "" || responseID != c.held.by:
+		c.held = heldGap{}
+	}
 	c.legacyJump, c.lost = 0, ""
 	for i := range c.trackers {
 		tr := &c.trackers[i]
@@ -451,7 +469,7 @@ func (c *call) apply(ev *Event, meta Meta, maxUtts int, maxBytes int64, trimmed 
 			c.addFinal(ev, meta, maxUtts)
 			*trimmed += c.trim(maxBytes)
 			if ev.Speaker == Agent {
-				c.forgive()
+				c.forgive(ev.ResponseID)
 			}
 			return true
 		}
@@ -621,6 +639,8 @@ func (c *call) snapshot(callID string, from int) Snapshot {
 		Ended:          c.ended,
 		Lang:           c.lang,
 		Gap:            c.gap(),
+		HeldGap:        c.held.why,
+		HeldGapBy:      c.held.by,
 	}
 	if from < len(c.utts) {
 		snap.Utterances = slices.Clone(c.utts[from:])
