@@ -11,7 +11,9 @@
 //     speech as in flight.
 //   - A malformed event (bad JSON, unknown speaker or type, call id not
 //     matching its subject, oversized text, a bad source) is dropped and
-//     counted, and changes no state.
+//     counted, and applies nothing; when its subject names a call held,
+//     that call is uncertain (Snapshot.Gap) until the agent speaks again,
+//     since the event may have carried the caller's latest words.
 //   - seq counts per publisher run (source, epoch): a repeat within a run
 //     is dropped, counted and logged. A gap within a run, a run first seen
 //     above seq 1 (outside a replay of the stream), a seq that jumps too
