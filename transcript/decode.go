@@ -23,6 +23,9 @@ const (
 	ReasonDuplicateSeq   = "duplicate_seq"
 	ReasonBadSource      = "bad_source"
 	ReasonSeqJump        = "seq_jump"
+	// ReasonStreamDiscarded counts events the transcript stream discarded
+	// before this replica applied them (StreamIngester).
+	ReasonStreamDiscarded = "stream_discarded"
 
 	// Limits (Limits): the event was well formed but too much.
 	ReasonLangTooLong       = "lang_too_long"

@@ -54,6 +54,9 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes int64, dup
 //     one applied was stored more than MaxLag ago.
 //   - A start replays the last Rebuild of the stream, so that the calls in
 //     progress are rebuilt.
+//   - Stream sequences are applied without a hole: a jump (events the
+//     stream discarded before this replica read them) makes every call
+//     held uncertain until its agent speaks again.
 type StreamIngester struct {
 	js       jetstream.JetStream
 	stream   string
@@ -86,6 +89,10 @@ type StreamIngester struct {
 	lastStored  atomic.Int64  // its stream timestamp, unix ns
 	caughtUp    atomic.Bool
 	resync      chan struct{} // a nudge for the catch-up loop
+
+	// beforeHandle, when set (by tests, before Start), runs before each
+	// message is handled: a test stalls the consumer with it.
+	beforeHandle func(streamSeq uint64)
 }
 
 type settleWait struct {
@@ -285,6 +292,12 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 		return
 	}
 	seq := meta.Sequence.Stream
+	if in.beforeHandle != nil {
+		in.beforeHandle(seq)
+	}
+	if prev := in.applied.Load(); prev != 0 && seq > prev+1 {
+		in.discarded(prev+1, seq-1)
+	}
 	ev, err := Decode(in.prefix, msg.Subject(), msg.Data(), in.limits)
 	if err != nil {
 		rejected(in.log, in.m, in.store, in.prefix, msg.Subject(), msg.Data(), err, zap.Uint64("stream_seq", seq))
@@ -300,6 +313,24 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 	if in.nSettling.Load() > 0 {
 		in.wakeSettled(seq)
 	}
+}
+
+// discarded marks every call held uncertain: the stream sequences from
+// first to last were never applied. The stream holds only transcript
+// events, so they were events the stream discarded (its max bytes or max
+// age, a purge) before this replica read them (it was stalled: a VM pause,
+// a partition), and nothing tells which calls they belonged to. A call
+// made after them is not affected: what the stream discarded came before
+// every event of it that is kept.
+func (in *StreamIngester) discarded(first, last uint64) {
+	n := last - first + 1
+	why := fmt.Sprintf("the transcript stream discarded %d events (stream sequences %d to %d) before this replica applied them; nothing tells which calls they belonged to", n, first, last)
+	calls := in.store.MarkLost(why)
+	if in.m != nil {
+		in.m.EventsRejected.WithLabelValues(ReasonStreamDiscarded).Add(float64(n))
+	}
+	in.log.Warn("transcript events discarded by the stream before they were applied; every call held is uncertain until its agent speaks again",
+		zap.Uint64("first_stream_seq", first), zap.Uint64("last_stream_seq", last), zap.Int("calls_uncertain", calls))
 }
 
 // Settle waits, within ctx, until every event of the call that the stream
