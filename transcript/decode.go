@@ -26,6 +26,9 @@ const (
 	// ReasonStreamDiscarded counts events the transcript stream discarded
 	// before this replica applied them (StreamIngester).
 	ReasonStreamDiscarded = "stream_discarded"
+	// ReasonStaleSeq: a seq too old for the call to tell a repeat from a
+	// late event (beyond its run's window, or of an old run).
+	ReasonStaleSeq = "stale_seq"
 
 	// Limits (Limits): the event was well formed but too much.
 	ReasonLangTooLong       = "lang_too_long"

@@ -15,7 +15,10 @@
 //     that call is uncertain (Snapshot.Gap) until the agent speaks again,
 //     since the event may have carried the caller's latest words.
 //   - seq counts per publisher run (source, epoch): a repeat within a run
-//     is dropped, counted and logged. A gap within a run, a run first seen
+//     is dropped, counted and logged. A seq too old to tell a repeat from a
+//     late event (beyond the run's 256-seq window and not held, or of a run
+//     older than the two newest of its source) is rejected and makes the
+//     call uncertain. A gap within a run, a run first seen
 //     above seq 1 (outside a replay of the stream), a seq that jumps too
 //     far (rejected) or events lost by a slow consumer make the call
 //     uncertain (Snapshot.Gap) until the gap fills or the agent speaks

@@ -166,3 +166,62 @@ func TestMarkLost(t *testing.T) {
 		t.Fatalf("gap %q after the agent spoke", snap.Gap)
 	}
 }
+
+// An old event re-sent by an at-least-once publisher, beyond what the call
+// remembers of its run (or of an old run), is rejected and leaves the call
+// uncertain: it cannot be told from a late event, and taken as new, a
+// re-sent "Yes." lands after a later question. Red team finding 6.
+func TestResentOldEventIsNotNew(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		setup  func(s *Store)
+		resend Event
+	}{
+		{"beyond the window", func(s *Store) {
+			apply(t, s, sourced("c", Caller, "stt", 1, 1, "Yes."))
+			for seq := uint64(2); seq <= 351; seq++ {
+				ev := sourced("c", Caller, "stt", 1, seq, "and so on")
+				if seq%5 != 0 {
+					ev.Final = false // interims and markers between the finals
+				}
+				apply(t, s, ev)
+				if ev.Final {
+					apply(t, s, sourced("c", Agent, "tts", 1, seq, "I see."))
+				}
+			}
+			apply(t, s, sourced("c", Agent, "tts", 1, 400, "Shall I cancel your subscription?"))
+		}, sourced("c", Caller, "stt", 1, 1, "Yes.")},
+		{"an old run", func(s *Store) {
+			apply(t, s, sourced("c", Caller, "stt", 2, 1, "Hello?"))
+			apply(t, s, sourced("c", Caller, "stt", 3, 1, "Hello?"))
+			apply(t, s, sourced("c", Agent, "tts", 1, 1, "Shall I cancel your subscription?"))
+		}, sourced("c", Caller, "stt", 1, 1, "Yes.")},
+		{"without a source", func(s *Store) {
+			apply(t, s, final("c", 1, Caller, "Yes."))
+			for seq := uint64(2); seq <= 300; seq++ {
+				if seq%4 == 0 {
+					apply(t, s, final("c", seq, Agent, "I see."))
+				} else {
+					apply(t, s, interim("c", seq, Caller, "um"))
+				}
+			}
+			apply(t, s, final("c", 301, Agent, "Shall I cancel your subscription?"))
+		}, final("c", 1, Caller, "Yes.")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore(Limits{MaxEventsPerSecond: 1 << 20}, nil)
+			tc.setup(s)
+			ok, reason := s.Apply(tc.resend, time.Now())
+			if ok || reason != ReasonStaleSeq {
+				t.Fatalf("the re-sent event: applied %v, reason %q; want rejected as %q", ok, reason, ReasonStaleSeq)
+			}
+			snap, _ := s.Snapshot("c")
+			if last := snap.Utterances[len(snap.Utterances)-1]; last.Speaker != Agent {
+				t.Fatalf("the re-sent yes was placed after the question: %q", texts(snap.Utterances))
+			}
+			if !strings.Contains(snap.Gap, "repeat cannot be told") {
+				t.Fatalf("gap %q", snap.Gap)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package transcript
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -253,7 +254,7 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 	}
 	if reason := c.admit(&ev, meta.Replay); reason != "" {
 		var old chan struct{}
-		if reason == ReasonSeqJump && !created {
+		if (reason == ReasonSeqJump || reason == ReasonStaleSeq) && !created {
 			// The call is uncertain now: waiters must see it.
 			old, c.changed = c.changed, nil
 		}
@@ -299,8 +300,11 @@ func (c *call) admit(ev *Event, replay bool) string {
 	}
 	st := streamOf(ev)
 	if st == (stream{}) {
-		if c.seenSeq(st, ev.Seq, &c.seqs) {
+		switch c.seenSeq(st, ev.Seq, &c.seqs) {
+		case seqSeen:
 			return ReasonDuplicateSeq
+		case seqTooOld:
+			return c.stale(st, ev.Seq, "older than the last "+strconv.Itoa(seqWindowSize)+" seqs of the call")
 		}
 		if ev.Seq > c.seqs.max+maxSeqJump {
 			c.legacyJump = ev.Seq
@@ -311,12 +315,18 @@ func (c *call) admit(ev *Event, replay bool) string {
 	}
 	tr := c.tracker(st)
 	if tr == nil {
-		// A run older than those followed: applied without a check, as
-		// more caller speech can only refuse more.
-		return ""
+		// A run older than the two newest of its source: a repeat cannot
+		// be told from a late event, and a re-sent "Yes." must not land
+		// after a later question.
+		return c.stale(st, ev.Seq, "from a run older than the two newest of its source")
 	}
-	if tr.first != 0 && c.seenSeq(st, ev.Seq, &tr.win) {
-		return ReasonDuplicateSeq
+	if tr.first != 0 {
+		switch c.seenSeq(st, ev.Seq, &tr.win) {
+		case seqSeen:
+			return ReasonDuplicateSeq
+		case seqTooOld:
+			return c.stale(st, ev.Seq, "older than the last "+strconv.Itoa(seqWindowSize)+" seqs of its run")
+		}
 	}
 	if ev.Seq > tr.win.max+maxSeqJump {
 		tr.jumped = ev.Seq
@@ -359,21 +369,44 @@ func (c *call) tracker(st stream) *seqTracker {
 	return &c.trackers[len(c.trackers)-1]
 }
 
-// seenSeq reports whether the run's seq was already applied to the call:
-// it is in the recent window, or it is older than the window and a held
-// utterance of the run carries it. (An event older than the window whose
-// seq is not held cannot be told from a new one and is accepted.)
-func (c *call) seenSeq(st stream, seq uint64, w *seqWindow) bool {
+// What seenSeq knows of a seq.
+const (
+	seqNew    = iota
+	seqSeen   // applied before: a repeat
+	seqTooOld // older than the window and not held: a repeat or a very late event, which cannot be told apart
+)
+
+// seenSeq says whether the run's seq was already applied to the call: it
+// is in the recent window, or it is older than the window and a held
+// utterance of the run carries it. An older seq no held utterance carries
+// is seqTooOld.
+func (c *call) seenSeq(st stream, seq uint64, w *seqWindow) int {
 	seen, inWindow := w.seen(seq)
-	if inWindow {
-		return seen
+	switch {
+	case inWindow && seen:
+		return seqSeen
+	case inWindow:
+		return seqNew
 	}
 	for i := range c.utts {
 		if u := &c.utts[i]; u.Seq == seq && u.Source == st.source && u.Epoch == st.epoch {
-			return true
+			return seqSeen
 		}
 	}
-	return false
+	return seqTooOld
+}
+
+// stale rejects an event whose seq the call cannot place (why): an
+// at-least-once publisher re-sending an old "Yes." would otherwise land it
+// after a later question, and a truly late event may be the caller's
+// "Wait, no.". The call is uncertain until its agent speaks again.
+func (c *call) stale(st stream, seq uint64, why string) string {
+	who := "an event without a source"
+	if st != (stream{}) {
+		who = fmt.Sprintf("source %q (epoch %d)", st.source, st.epoch)
+	}
+	c.lost = fmt.Sprintf("%s: seq %d arrived %s, and was rejected: a repeat cannot be told from a late event", who, seq, why)
+	return ReasonStaleSeq
 }
 
 // heldGap is a gap settled only by agent speech of response id by.
