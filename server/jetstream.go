@@ -239,6 +239,12 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 		return err
 	}
 	s.js.ingester.Store(in)
+	if s.ns != nil && in.HeldAtStart() > 0 {
+		// The embedded server restarted with this process (a crash, a
+		// redeploy): the pipeline's publishers were connected to it and
+		// are reconnecting now.
+		s.startGrace("the embedded NATS server restarted on a transcript stream that holds events")
+	}
 	s.log.Info("JetStream state set up",
 		zap.String("transcript_stream", tstream), zap.String("decision_stream", DecisionStream),
 		zap.String("bucket", StateBucket), zap.String("approvals_bucket", ApprovalsBucket), zap.Int("replicas", c.JSReplicas))

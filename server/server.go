@@ -211,6 +211,12 @@ type Server struct {
 	// wg counts the serving loops and the sweepers.
 	wg sync.WaitGroup
 
+	// graceUntil (unix ns) ends the reconnect grace (Config.ReconnectGrace):
+	// until then the feed is behind. graceOnConnect: the first connection
+	// came late (NATS was unreachable at start), so it starts a grace too.
+	graceUntil     atomic.Int64
+	graceOnConnect atomic.Bool
+
 	// feedMu serialises updates of the feed's health, so the last update
 	// reflects the latest connection state.
 	feedMu   sync.Mutex

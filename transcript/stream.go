@@ -212,6 +212,10 @@ func (in *StreamIngester) Resync() {
 // Start or Resync has been applied.
 func (in *StreamIngester) CaughtUp() bool { return in.caughtUp.Load() }
 
+// HeldAtStart is the stream's last sequence when Start was called (0: the
+// stream was empty).
+func (in *StreamIngester) HeldAtStart() uint64 { return in.replayUntil.Load() }
+
 // Applied is the last stream sequence applied.
 func (in *StreamIngester) Applied() uint64 { return in.applied.Load() }
 
