@@ -113,7 +113,7 @@ func (l Limits) MaxEventBytes() int {
 // Utterance is one final transcript event as stored.
 type Utterance struct {
 	// ID is a per-call counter assigned on arrival; stable while the call
-	// is held, so a turn can be named by the ID of its first utterance.
+	// is held, so a turn can be named by the smallest ID of its utterances.
 	// ID is the stream sequence of its event when it came from the
 	// transcript stream, so that every replica names it alike.
 	ID uint64
@@ -138,7 +138,7 @@ type Utterance struct {
 
 // Turn is consecutive utterances of one speaker, joined.
 type Turn struct {
-	ID          uint64 // ID of the first utterance
+	ID          uint64 // the smallest ID of its utterances: the first to arrive (see makeTurn)
 	Speaker     Speaker
 	Utterances  []Utterance
 	Text        string // utterance texts joined with " "
