@@ -300,3 +300,33 @@ func TestFillerOfTheCheckSettlesNoGap(t *testing.T) {
 		})
 	}
 }
+
+// Audio time from two clocks (a recogniser restarted with a new epoch that
+// counts from 0 again; a speech side stamping 5 s behind) does not decide
+// who spoke last: an utterance that audio time puts before the other
+// speaker's, from another run that arrived earlier, leaves the call
+// uncertain. Red team finding 8: both were allowed.
+func TestTwoClocksDoNotDecideWhoSpokeLast(t *testing.T) {
+	ev := func(call string, sp transcript.Speaker, src string, epoch, seq uint64, text string, start, end int64) transcript.Event {
+		return transcript.Event{CallID: call, Speaker: sp, Type: transcript.TypeTranscript, Final: true, Text: text,
+			Source: src, Epoch: epoch, Seq: seq, StartMS: &start, EndMS: &end}
+	}
+	h := newHarness(t, "testdata/policy.yaml")
+	// (a) The recogniser restarts; its new run counts audio time from 0.
+	h.apply(ev("a", transcript.Agent, "tts", 1, 1, "Shall I submit the appeal?", 20000, 21800))
+	h.apply(ev("a", transcript.Caller, "stt", 1, 1, "Yes.", 22000, 22300))
+	h.apply(ev("a", transcript.Caller, "stt", 2, 1, "Wait, no.", 300, 700))
+	want(t, h.check("a", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+
+	// (b) The speech side's clock is 5 s behind the recogniser's.
+	h.apply(ev("b", transcript.Agent, "tts", 1, 1, "Shall I submit the appeal?", 0, 1500))
+	h.apply(ev("b", transcript.Caller, "stt", 1, 1, "Yes.", 7000, 7300))
+	h.apply(ev("b", transcript.Agent, "tts", 1, 2, "Done. Shall I also cancel your subscription?", 3000, 5000))
+	want(t, h.check("b", "cancel_subscription", nil), refuse, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+
+	// One clock: a late caller final in its place is judged.
+	h.apply(ev("one", transcript.Agent, "tts", 1, 1, "Shall I submit the appeal?", 0, 1500))
+	h.apply(ev("one", transcript.Caller, "tts", 1, 3, "Wait, no.", 2600, 3000))
+	h.apply(ev("one", transcript.Caller, "tts", 1, 2, "Yes.", 2000, 2400))
+	want(t, h.check("one", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_NEGATED)
+}

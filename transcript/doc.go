@@ -29,7 +29,10 @@
 //     seq per call.
 //   - Order: events with a source by audio time, then their run's seq,
 //     then arrival (stream order); events without one by seq where given,
-//     else by arrival.
+//     else by arrival. Audio time is one clock only within a publisher
+//     run: a final it places before an earlier-arrived utterance of the
+//     other speaker from another run makes the call uncertain until the
+//     agent speaks again (the clocks decided who spoke last).
 //   - Per-call state is bounded (utterances kept, text length, publisher
 //     runs followed) and calls idle for longer than the idle TTL are
 //     evicted.

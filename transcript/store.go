@@ -499,10 +499,17 @@ func (c *call) apply(ev *Event, meta Meta, maxUtts int, maxBytes int64, trimmed 
 	switch ev.Type {
 	case TypeTranscript:
 		if ev.Final {
-			c.addFinal(ev, meta, maxUtts)
+			crossed := c.addFinal(ev, meta, maxUtts)
 			*trimmed += c.trim(maxBytes)
 			if ev.Speaker == Agent {
 				c.forgive(ev.ResponseID)
+			}
+			if crossed != nil {
+				// After forgive: this agent speech is itself what the
+				// clocks may have misplaced.
+				c.lost = fmt.Sprintf("source %q (epoch %d) stamped %q audio time %d ms, before %q of source %q (epoch %d) at %d ms that arrived earlier: "+
+					"the two publishers' clocks may not agree, so the order of the caller's and the agent's words is uncertain",
+					ev.Source, ev.Epoch, ev.Speaker, crossed.u, crossed.heldSpeaker, crossed.heldSource, crossed.heldEpoch, crossed.held)
 			}
 			return true
 		}
@@ -540,7 +547,21 @@ func (c *call) markInFlight(st stream, seq uint64) bool {
 	return true
 }
 
-func (c *call) addFinal(ev *Event, meta Meta, maxUtts int) {
+// crossing is an utterance placed, by audio time, before a held utterance
+// of the other speaker from another publisher run, that arrived earlier.
+type crossing struct {
+	u, held     int64
+	heldSpeaker Speaker
+	heldSource  string
+	heldEpoch   uint64
+}
+
+// addFinal places the final event among the held utterances. It returns
+// the crossing when audio time placed it before a held utterance of the
+// other speaker from another run: two clocks (two publishers, or one
+// across a restart, which may count from 0 again) decided who spoke last,
+// and they may not agree; nil otherwise.
+func (c *call) addFinal(ev *Event, meta Meta, maxUtts int) *crossing {
 	now := meta.At
 	c.nextID++
 	id := c.nextID
@@ -596,12 +617,21 @@ func (c *call) addFinal(ev *Event, meta Meta, maxUtts int) {
 		}
 	}
 	latest := pos == len(c.utts)
+	var crossed *crossing
+	if u.HasTimes && ev.Source != "" {
+		for i := pos; i < len(c.utts); i++ {
+			if h := &c.utts[i]; h.HasTimes && h.Speaker != u.Speaker && (h.Source != u.Source || h.Epoch != u.Epoch) {
+				crossed = &crossing{u: u.StartMS, held: h.StartMS, heldSpeaker: h.Speaker, heldSource: h.Source, heldEpoch: h.Epoch}
+				break
+			}
+		}
+	}
 	if len(c.utts) >= maxUtts {
 		if pos == 0 {
 			// Older than everything held, and there is no room: it would be
 			// the one dropped.
 			c.clearInFlightFor(u.Speaker, streamOf(ev), u.Seq)
-			return
+			return crossed
 		}
 		// Drop the oldest.
 		c.bytes -= utteranceBytes(&c.utts[0])
@@ -618,6 +648,7 @@ func (c *call) addFinal(ev *Event, meta Meta, maxUtts int) {
 		c.lang = u.Lang
 	}
 	c.clearInFlightFor(u.Speaker, streamOf(ev), u.Seq)
+	return crossed
 }
 
 // trim drops the oldest utterances while the call holds more than
