@@ -15,7 +15,9 @@
 //     that call is uncertain (Snapshot.Gap) until the agent speaks again,
 //     since the event may have carried the caller's latest words.
 //   - seq counts per publisher run (source, epoch): a repeat within a run
-//     is dropped, counted and logged. A seq too old to tell a repeat from a
+//     is dropped, counted and logged; a final under a used seq with other
+//     words (a publisher restarted without a new epoch) is dropped too,
+//     and makes the call uncertain. A seq too old to tell a repeat from a
 //     late event (beyond the run's 256-seq window and not held, or of a run
 //     older than the two newest of its source) is rejected and makes the
 //     call uncertain. A gap within a run, a run first seen

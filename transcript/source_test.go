@@ -225,3 +225,51 @@ func TestResentOldEventIsNotNew(t *testing.T) {
 		})
 	}
 }
+
+// A publisher that restarts without a new epoch counts from 1 again: a
+// final under a seq already used, with other words, is not a repeat. It is
+// dropped (it cannot be placed) and the call is uncertain. Red team
+// finding 9: the "Wait, no." was dropped as a repeat and the yes allowed.
+func TestSeqReusedWithOtherWordsIsNoRepeat(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		source       string
+		epoch        uint64
+		yesSeq, wait uint64
+	}{
+		{"same epoch", "stt", 7, 2, 2},
+		{"no epoch", "stt", 0, 2, 2},
+		{"no source", "", 0, 2, 2},
+		{"back to seq 1", "stt", 7, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore(Limits{}, nil)
+			tts := Event{CallID: "c", Speaker: Agent, Type: TypeTranscript, Final: true, Text: "Shall I submit your appeal now?", Source: "tts", Epoch: 1, Seq: 1}
+			if tc.source == "" {
+				tts.Source, tts.Epoch, tts.Seq = "", 0, 0
+			}
+			apply(t, s, tts)
+			yes := Event{CallID: "c", Speaker: Caller, Type: TypeTranscript, Final: true, Text: "Yes.", Source: tc.source, Epoch: tc.epoch, Seq: tc.yesSeq}
+			if tc.yesSeq > 1 {
+				marker := Event{CallID: "c", Speaker: Caller, Type: TypeSpeechStarted, Source: tc.source, Epoch: tc.epoch, Seq: 1}
+				apply(t, s, marker)
+			}
+			apply(t, s, yes)
+			if ok, reason := s.Apply(yes, time.Now()); ok || reason != ReasonDuplicateSeq {
+				t.Fatalf("the yes again: %v %q, want a repeat", ok, reason)
+			}
+			if snap, _ := s.Snapshot("c"); snap.Gap != "" {
+				t.Fatalf("a true repeat made the call uncertain: %q", snap.Gap)
+			}
+			// The restart: the same run's seq again, other words.
+			no := yes
+			no.Text = "Wait, no."
+			if ok, reason := s.Apply(no, time.Now()); ok || reason != ReasonSeqConflict {
+				t.Fatalf("the restarted publisher's no: %v %q, want %q", ok, reason, ReasonSeqConflict)
+			}
+			if snap, _ := s.Snapshot("c"); !strings.Contains(snap.Gap, "without a new epoch") {
+				t.Fatalf("gap %q", snap.Gap)
+			}
+		})
+	}
+}

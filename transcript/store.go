@@ -254,7 +254,7 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 	}
 	if reason := c.admit(&ev, meta.Replay); reason != "" {
 		var old chan struct{}
-		if (reason == ReasonSeqJump || reason == ReasonStaleSeq) && !created {
+		if (reason == ReasonSeqJump || reason == ReasonStaleSeq || reason == ReasonSeqConflict) && !created {
 			// The call is uncertain now: waiters must see it.
 			old, c.changed = c.changed, nil
 		}
@@ -302,7 +302,7 @@ func (c *call) admit(ev *Event, replay bool) string {
 	if st == (stream{}) {
 		switch c.seenSeq(st, ev.Seq, &c.seqs) {
 		case seqSeen:
-			return ReasonDuplicateSeq
+			return c.repeat(st, ev)
 		case seqTooOld:
 			return c.stale(st, ev.Seq, "older than the last "+strconv.Itoa(seqWindowSize)+" seqs of the call")
 		}
@@ -323,7 +323,7 @@ func (c *call) admit(ev *Event, replay bool) string {
 	if tr.first != 0 {
 		switch c.seenSeq(st, ev.Seq, &tr.win) {
 		case seqSeen:
-			return ReasonDuplicateSeq
+			return c.repeat(st, ev)
 		case seqTooOld:
 			return c.stale(st, ev.Seq, "older than the last "+strconv.Itoa(seqWindowSize)+" seqs of its run")
 		}
@@ -394,6 +394,34 @@ func (c *call) seenSeq(st stream, seq uint64, w *seqWindow) int {
 		}
 	}
 	return seqTooOld
+}
+
+// repeat drops an event whose seq the run already used: a repeat, unless
+// it is a final that differs from the final held under that seq (or no
+// final is held under it). Then the publisher restarted without a new
+// epoch and counts from 1 again (a contract violation), and what it says
+// now may be the caller's "Wait, no.": the event is dropped all the same
+// (it cannot be placed), and the call is uncertain until its agent speaks
+// again.
+func (c *call) repeat(st stream, ev *Event) string {
+	if ev.Type != TypeTranscript || !ev.Final {
+		return ReasonDuplicateSeq // no text to compare: a marker or an interim
+	}
+	for i := range c.utts {
+		u := &c.utts[i]
+		if u.Seq == ev.Seq && u.Source == st.source && u.Epoch == st.epoch {
+			if u.Text == ev.Text && u.Speaker == ev.Speaker {
+				return ReasonDuplicateSeq
+			}
+			break
+		}
+	}
+	who := "the call's events without a source"
+	if st != (stream{}) {
+		who = fmt.Sprintf("source %q (epoch %d)", st.source, st.epoch)
+	}
+	c.lost = fmt.Sprintf("%s sent seq %d again with other words: the publisher restarted without a new epoch, so its new events cannot be told from repeats", who, ev.Seq)
+	return ReasonSeqConflict
 }
 
 // stale rejects an event whose seq the call cannot place (why): an
