@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -269,6 +270,43 @@ func TestSeqReusedWithOtherWordsIsNoRepeat(t *testing.T) {
 			}
 			if snap, _ := s.Snapshot("c"); !strings.Contains(snap.Gap, "without a new epoch") {
 				t.Fatalf("gap %q", snap.Gap)
+			}
+		})
+	}
+}
+
+// More publisher runs than the call follows do not make it forget the run
+// with the gap. Red team finding 10: 8 more sources (or 8 restarts of
+// one) evicted it, and the yes before the missing seq was allowed.
+func TestManyRunsKeepTheGap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(i int) Event
+	}{
+		{"other sources", func(i int) Event {
+			ev := typed("c", 1, Caller, TypeSpeechStopped)
+			ev.Source, ev.Epoch = fmt.Sprint("src", i), 1
+			return ev
+		}},
+		{"tts restarting", func(i int) Event {
+			ev := typed("c", 1, Agent, TypeSpeechStopped)
+			ev.Source, ev.Epoch = "tts", uint64(10+i)
+			return ev
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore(Limits{}, nil)
+			apply(t, s, sourced("c", Agent, "tts", 1, 1, "Shall I submit your appeal now?"))
+			apply(t, s, sourced("c", Caller, "stt", 1, 1, "Yes."))
+			apply(t, s, sourced("c", Caller, "stt", 1, 3, "Okay.")) // seq 2 missing
+			if snap, _ := s.Snapshot("c"); !strings.Contains(snap.Gap, "seq 2") {
+				t.Fatalf("gap %q", snap.Gap)
+			}
+			for i := range 2 * maxTrackers {
+				apply(t, s, tc.run(i))
+			}
+			if snap, _ := s.Snapshot("c"); !strings.Contains(snap.Gap, "seq 2") {
+				t.Fatalf("after %d more runs the gap is forgotten: %q", 2*maxTrackers, snap.Gap)
 			}
 		})
 	}

@@ -363,7 +363,20 @@ func (c *call) tracker(st stream) *seqTracker {
 		return nil
 	}
 	if len(c.trackers) >= maxTrackers {
-		c.trackers = slices.Delete(c.trackers, 0, 1)
+		// Forget the oldest run without a gap; when every run has one,
+		// the oldest, whose gap the call keeps (c.lost): bounded state
+		// must not forget what keeps a call refused.
+		drop := 0
+		for i := range c.trackers {
+			if c.trackers[i].gap() == "" {
+				drop = i
+				break
+			}
+		}
+		if why := c.trackers[drop].gap(); why != "" && c.lost == "" {
+			c.lost = why + fmt.Sprintf(" (that run is no longer followed: more than %d publisher runs in the call)", maxTrackers)
+		}
+		c.trackers = slices.Delete(c.trackers, drop, drop+1)
 	}
 	c.trackers = append(c.trackers, seqTracker{stream: st})
 	return &c.trackers[len(c.trackers)-1]
@@ -471,16 +484,24 @@ func (c *call) gap() string {
 		return fmt.Sprintf("an event's seq jumped to %d, more than %d past the call's last, and was rejected", c.legacyJump, maxSeqJump)
 	}
 	for i := range c.trackers {
-		tr := &c.trackers[i]
-		switch {
-		case tr.jumped != 0:
-			return fmt.Sprintf("source %q (epoch %d): seq %d jumped more than %d past %d and was rejected", tr.source, tr.epoch, tr.jumped, maxSeqJump, tr.win.max)
-		case tr.headMissing && tr.first > tr.forgiven+1:
-			return fmt.Sprintf("source %q (epoch %d): its events before seq %d have not arrived", tr.source, tr.epoch, tr.first)
+		if why := c.trackers[i].gap(); why != "" {
+			return why
 		}
-		if seq := tr.missing(); seq != 0 {
-			return fmt.Sprintf("source %q (epoch %d): seq %d has not arrived (seq %d has)", tr.source, tr.epoch, seq, tr.win.max)
-		}
+	}
+	return ""
+}
+
+// gap says which of the run's events have not arrived, or were rejected,
+// since the agent last spoke; "" when none.
+func (tr *seqTracker) gap() string {
+	switch {
+	case tr.jumped != 0:
+		return fmt.Sprintf("source %q (epoch %d): seq %d jumped more than %d past %d and was rejected", tr.source, tr.epoch, tr.jumped, maxSeqJump, tr.win.max)
+	case tr.headMissing && tr.first > tr.forgiven+1:
+		return fmt.Sprintf("source %q (epoch %d): its events before seq %d have not arrived", tr.source, tr.epoch, tr.first)
+	}
+	if seq := tr.missing(); seq != 0 {
+		return fmt.Sprintf("source %q (epoch %d): seq %d has not arrived (seq %d has)", tr.source, tr.epoch, seq, tr.win.max)
 	}
 	return ""
 }
