@@ -238,7 +238,9 @@ type Meta struct {
 	// when it did not come from one.
 	StreamSeq uint64
 	// Replay: it was applied while catching up with the stream after a
-	// start, so a run's first seq above 1 is history, not a gap.
+	// start. A run first seen above seq 1 still makes a gap (its head may
+	// never have arrived); the gap says it may also be older than the
+	// replay.
 	Replay bool
 }
 

@@ -21,7 +21,7 @@
 //     late event (beyond the run's 256-seq window and not held, or of a run
 //     older than the two newest of its source) is rejected and makes the
 //     call uncertain. A gap within a run, a run first seen
-//     above seq 1 (outside a replay of the stream), a seq that jumps too
+//     above seq 1 (in a replay of the stream too), a seq that jumps too
 //     far (rejected) or events lost by a slow consumer make the call
 //     uncertain (Snapshot.Gap) until the gap fills or the agent speaks
 //     again. Agent speech of one response id settles it for every Check

@@ -173,9 +173,11 @@ type seqTracker struct {
 	stream
 	win seqWindow
 	// first is the smallest seq seen; headMissing: seqs below it were
-	// never seen (and were not left out of a replay on purpose).
-	first       uint64
-	headMissing bool
+	// never seen. headReplayed: first came from a replay, where the head
+	// may also be older than the window replayed; that cannot be told from
+	// a head that never arrived, so it refuses all the same.
+	first                     uint64
+	headMissing, headReplayed bool
 	// forgiven: seqs at or below it no longer make a gap (the agent spoke
 	// after them).
 	forgiven uint64
@@ -292,8 +294,11 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 
 // admit decides whether a numbered event is new: "" to apply it, else the
 // reason it is dropped (a repeat, or a seq jump, which also marks the call
-// uncertain). replay: the event comes from catching up with the stream,
-// where a run's first seq above 1 is history, not a gap.
+// uncertain). replay: the event comes from catching up with the stream
+// after a start, where a run first seen above seq 1 may be missing its head
+// or may have begun before the window replayed: it refuses either way (a
+// replica must not allow after a restart what it refused before), and its
+// gap says both.
 func (c *call) admit(ev *Event, replay bool) string {
 	if ev.Seq == 0 {
 		return ""
@@ -336,7 +341,7 @@ func (c *call) admit(ev *Event, replay bool) string {
 	switch {
 	case tr.first == 0:
 		tr.first = ev.Seq
-		tr.headMissing = ev.Seq > 1 && !replay
+		tr.headMissing, tr.headReplayed = ev.Seq > 1, replay
 	case ev.Seq < tr.first:
 		tr.first = ev.Seq
 		if ev.Seq == 1 {
@@ -497,6 +502,8 @@ func (tr *seqTracker) gap() string {
 	switch {
 	case tr.jumped != 0:
 		return fmt.Sprintf("source %q (epoch %d): seq %d jumped more than %d past %d and was rejected", tr.source, tr.epoch, tr.jumped, maxSeqJump, tr.win.max)
+	case tr.headMissing && tr.first > tr.forgiven+1 && tr.headReplayed:
+		return fmt.Sprintf("source %q (epoch %d): its events before seq %d have not arrived, or are older than what the guard replayed at its start", tr.source, tr.epoch, tr.first)
 	case tr.headMissing && tr.first > tr.forgiven+1:
 		return fmt.Sprintf("source %q (epoch %d): its events before seq %d have not arrived", tr.source, tr.epoch, tr.first)
 	}
