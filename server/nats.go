@@ -258,6 +258,9 @@ func (s *Server) feedState() (guard.FeedState, string) {
 	if s.js != nil {
 		in := s.js.ingester.Load()
 		if in == nil {
+			if why := s.js.setUpError(); why != "" {
+				return guard.FeedBehind, "the guard has not set up its JetStream state yet: " + why
+			}
 			return guard.FeedBehind, "the guard has not set up its JetStream state yet"
 		}
 		// Catching up after a start or a reconnect refuses. Lagging a

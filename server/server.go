@@ -286,7 +286,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		s.log.Warn("state memory: reservations, evidence uses and decision records are held in this process only. " +
 			"Run one replica: a second one would allow the same action again, and a restart forgets them. Use --state jetstream for replicas and restarts")
 	} else {
-		s.js = &jsState{ready: make(chan struct{})}
+		s.js = &jsState{ready: make(chan struct{}), noJetStream: make(chan struct{})}
 		s.js.registerMetrics(reg)
 		s.book, s.records = stateBook{s.js}, stateStore{s.js}
 	}
@@ -593,7 +593,13 @@ func (s *Server) httpHandler() http.Handler {
 		case !s.feedUp():
 			http.Error(w, "transcript feed (NATS) disconnected", http.StatusServiceUnavailable)
 		case !s.serving():
-			http.Error(w, "catching up with the transcript stream, or the JetStream state is not set up yet", http.StatusServiceUnavailable)
+			// Why, as the Checks' refusals say it: the reconnect grace,
+			// catching up, or the JetStream state not set up (and why not).
+			why := "catching up with the transcript stream, or the JetStream state is not set up yet"
+			if _, w := s.feedState(); w != "" {
+				why = w
+			}
+			http.Error(w, why, http.StatusServiceUnavailable)
 		default:
 			_, _ = w.Write([]byte("ok\n"))
 		}
