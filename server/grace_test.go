@@ -36,8 +36,8 @@ func TestReconnectGraceAfterEmbeddedRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.GetReason() != yesguardv1.Reason_REASON_TRANSCRIPT_GAP || !strings.Contains(resp.GetEvidence().GetDetail(), "reconnect grace") {
-		t.Fatalf("right after the restart: %s/%s (%s), want TRANSCRIPT_GAP for the reconnect grace", resp.GetOutcome(), resp.GetReason(), resp.GetEvidence().GetDetail())
+	if resp.GetReason() != yesguardv1.Reason_REASON_TRANSCRIPT_GAP || !strings.Contains(resp.GetDetail(), "reconnect grace") {
+		t.Fatalf("right after the restart: %s/%s (%s), want TRANSCRIPT_GAP for the reconnect grace", resp.GetOutcome(), resp.GetReason(), resp.GetDetail())
 	}
 	cc := dial(t, r2.srv.GRPCAddr())
 	if st := healthStatus(t, cc, GuardService); st != healthgrpc.HealthCheckResponse_NOT_SERVING {

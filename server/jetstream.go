@@ -283,8 +283,7 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	return nil
 }
 
-// waitJetStream waits, within ctx, for the state to be set up and the
-// transcript caught up.
+// waitJetStream waits, within ctx, for the state to be set up.
 func (s *Server) waitJetStream(ctx context.Context) error {
 	select {
 	case <-s.js.ready:
@@ -296,15 +295,33 @@ func (s *Server) waitJetStream(ctx context.Context) error {
 		}
 		return ctx.Err()
 	}
+	return nil
+}
+
+// waitCaughtUp waits, at most s.catchUpWait (catchUpStartWait) and within
+// ctx, for the transcript to be caught up, so that the guard serves from
+// its first Check after a short replay. After a long one it returns with
+// the replay still under way (logged): the guard listens and refuses
+// until it is done.
+func (s *Server) waitCaughtUp(ctx context.Context) {
 	in := s.js.ingester.Load()
+	limit := catchUpStartWait
+	if s.catchUpWait != nil {
+		limit = *s.catchUpWait
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
 	for !in.CaughtUp() {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return
+		case <-t.C:
+			s.log.Warn("still replaying the transcript stream; listening meanwhile: health is NOT_SERVING and every Check is refused until it is caught up",
+				zap.Uint64("stream_seq_applied", in.Applied()), zap.Uint64("pending", in.Pending()))
+			return
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	return nil
 }
 
 // stopJetStream stops the ingester and the book, and gives the queued

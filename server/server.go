@@ -22,9 +22,11 @@
 //     left), decision log flush, NATS connection, embedded NATS server.
 //   - A panic in a gRPC handler becomes codes.Internal for that call; it
 //     never takes the process down.
-//   - While the NATS connection is down, and, with the JetStream state,
-//     until the streams and the bucket are set up and the transcript stream
-//     is caught up after a start or a reconnect, /readyz answers 503 and the
+//   - While the NATS connection is down, during the reconnect grace after
+//     it comes back, and, with the JetStream state, until the streams and
+//     the bucket are set up and the transcript stream is caught up after a
+//     start or a reconnect (Start waits at most catchUpStartWait for that,
+//     then listens), /readyz answers 503 with why and the
 //     gRPC health status of yesguard.v1.Guard is NOT_SERVING; the overall
 //     status ("") stays SERVING while the process serves. The guard itself
 //     refuses every Check meanwhile (fail closed).
@@ -90,6 +92,14 @@ const natsFlushTimeout = 5 * time.Second
 // jsStartTimeout bounds Start's wait for the JetStream state when NATS is
 // reachable.
 const jsStartTimeout = 30 * time.Second
+
+// catchUpStartWait bounds how long Start waits, once the JetStream state is
+// set up, for the transcript to be caught up before it listens. A replay
+// longer than that (a restart after a busy ten minutes) goes on while the
+// guard listens: /healthz answers, health is NOT_SERVING and /readyz 503
+// with how far it is, and every Check refuses (TRANSCRIPT_GAP) until it is
+// caught up. Start never fails for a slow replay.
+const catchUpStartWait = 5 * time.Second
 
 // ErrStarted is returned by Start on a server already started or stopped.
 var ErrStarted = errors.New("server already started or stopped")
@@ -216,6 +226,8 @@ type Server struct {
 	// came late (NATS was unreachable at start), so it starts a grace too.
 	graceUntil     atomic.Int64
 	graceOnConnect atomic.Bool
+	// catchUpWait, when set (tests), replaces catchUpStartWait.
+	catchUpWait *time.Duration
 
 	// feedMu serialises updates of the feed's health, so the last update
 	// reflects the latest connection state.
@@ -478,6 +490,7 @@ func (s *Server) start(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("set up the JetStream state (streams %s, %s, bucket %s): %w", TranscriptStreamName(s.cfg.SubjectPrefix), DecisionStream, StateBucket, err)
 			}
+			s.waitCaughtUp(ctx)
 		}
 	}
 

@@ -227,7 +227,11 @@ func (in *StreamIngester) Pending() uint64 { return in.pending.Load() }
 // not: still catching up, or lagging.
 func (in *StreamIngester) Behind(now time.Time) string {
 	if !in.caughtUp.Load() {
-		return "the guard is catching up with the transcript stream (after a start or a reconnect); events may not have been applied yet"
+		why := "the guard is catching up with the transcript stream (after a start or a reconnect); events may not have been applied yet"
+		if a := in.applied.Load(); a > 0 {
+			why += " (applied up to stream sequence " + strconv.FormatUint(a, 10) + ", " + strconv.FormatUint(in.pending.Load(), 10) + " pending then)"
+		}
+		return why
 	}
 	if p := in.pending.Load(); p > 0 {
 		if lag := now.Sub(time.Unix(0, in.lastStored.Load())); lag > in.maxLag {
