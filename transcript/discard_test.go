@@ -77,3 +77,39 @@ func TestStreamDiscardWhileStalled(t *testing.T) {
 		t.Fatalf("the call is not uncertain after the stream discarded events it never applied: gap %q", snap.Gap)
 	}
 }
+
+// A consumer that stops delivering while events wait (a dead node, a lost
+// consumer, a stalled delivery) makes the ingester behind, saying why,
+// before its heartbeats would notice. Red team finding 21: replicas stayed
+// SERVING for 8 s and refused new calls as unknown.
+func TestStalledConsumerIsBehind(t *testing.T) {
+	js, _ := jetStreamOn(t)
+	in := NewStreamIngester(js, "YG_TRANSCRIPT", testPrefix, NewStore(Limits{}, nil), Limits{}, nil, NewMetrics(nil), StreamOptions{})
+	var stallSeq atomic.Uint64
+	stalled, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	in.beforeHandle = func(seq uint64) {
+		if seq == stallSeq.Load() {
+			once.Do(func() { close(stalled); <-release })
+		}
+	}
+	if err := in.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Stop() })
+	publishEvent(t, js, sourced("c", Agent, "tts", 1, 1, "Shall I submit your appeal now?"), "")
+	waitUntil(t, "caught up", func() bool { return in.CaughtUp() && in.Applied() == 1 })
+
+	stallSeq.Store(2)
+	publishEvent(t, js, sourced("new-call", Caller, "stt", 1, 1, "Hello."), "")
+	<-stalled
+	waitUntil(t, "behind while the consumer is stalled", func() bool { return !in.CaughtUp() })
+	if why := in.Behind(time.Now()); !strings.Contains(why, "stalled") {
+		t.Fatalf("Behind %q does not say the consumer is stalled", why)
+	}
+	close(release)
+	waitUntil(t, "caught up once it delivers again", in.CaughtUp)
+	if why := in.Behind(time.Now()); why != "" {
+		t.Fatalf("still behind: %q", why)
+	}
+}

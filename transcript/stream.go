@@ -51,7 +51,9 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes int64, dup
 //     message the stream held then has been applied: CaughtUp is false,
 //     and the guard refuses with REASON_TRANSCRIPT_GAP.
 //   - It is behind, too, while it lags: messages are pending and the last
-//     one applied was stored more than MaxLag ago.
+//     one applied was stored more than MaxLag ago; and when its consumer
+//     stalls (probeLive: no answer, or nothing applied while events wait,
+//     two seconds running) until it has caught up again.
 //   - A start replays the last Rebuild of the stream, so that the calls in
 //     progress are rebuilt.
 //   - Stream sequences are applied without a hole: a jump (events the
@@ -89,6 +91,12 @@ type StreamIngester struct {
 	lastStored  atomic.Int64  // its stream timestamp, unix ns
 	caughtUp    atomic.Bool
 	resync      chan struct{} // a nudge for the catch-up loop
+	// stalled says why the liveness probe found the consumer stalled (nil:
+	// it did not, since the last catch-up). The probe's counters belong to
+	// the catch-up loop's goroutine alone.
+	stalled                atomic.Pointer[string]
+	probeFails, probeStill int
+	probeApplied           uint64
 
 	// beforeHandle, when set (by tests, before Start), runs before each
 	// message is handled: a test stalls the consumer with it.
@@ -226,6 +234,9 @@ func (in *StreamIngester) Pending() uint64 { return in.pending.Load() }
 // Behind says why the transcript may be incomplete now, or "" when it is
 // not: still catching up, or lagging.
 func (in *StreamIngester) Behind(now time.Time) string {
+	if p := in.stalled.Load(); p != nil && !in.caughtUp.Load() {
+		return *p
+	}
 	if !in.caughtUp.Load() {
 		why := "the guard is catching up with the transcript stream (after a start or a reconnect); events may not have been applied yet"
 		if a := in.applied.Load(); a > 0 {
@@ -249,9 +260,11 @@ func (in *StreamIngester) catchUpLoop(ctx context.Context) {
 	defer close(in.done)
 	t := time.NewTicker(catchUpStep)
 	defer t.Stop()
-	for {
+	for n := 0; ; n++ {
 		if !in.caughtUp.Load() {
 			in.checkCaughtUp(ctx)
+		} else if n%probeEvery == 0 {
+			in.probeLive(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -264,6 +277,63 @@ func (in *StreamIngester) catchUpLoop(ctx context.Context) {
 
 // catchUpStep is how often a behind ingester asks whether it caught up.
 const catchUpStep = 100 * time.Millisecond
+
+// A caught-up ingester probes its consumer every probeEvery catch-up steps
+// (1 s); probeStalled probes in a row that find it stalled mark it behind.
+const (
+	probeEvery   = 10
+	probeStalled = 2
+)
+
+// probeLive asks the server about the consumer of a caught-up ingester.
+// The ordered consumer notices a dead node, a lost consumer or a stalled
+// delivery only when its heartbeats stop (seconds), and meanwhile the
+// ingester would say it is caught up while events go unapplied: Checks
+// would be judged on a transcript missing them (a new call refused as
+// unknown, an old one judged without its latest words). Two probes in a
+// row (about 2 s) that get no answer, or that find events pending or
+// delivered yet nothing applied since the last, mark it behind
+// (Resync), saying why; catching up again clears it.
+func (in *StreamIngester) probeLive(ctx context.Context) {
+	in.mu.Lock()
+	cons := in.consumer
+	in.mu.Unlock()
+	if cons == nil {
+		return
+	}
+	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	info, err := cons.Info(ictx)
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	applied := in.applied.Load()
+	why := ""
+	switch {
+	case err != nil:
+		in.probeFails++
+		in.probeStill = 0
+		if in.probeFails >= probeStalled {
+			why = "the transcript stream's consumer does not answer (" + err.Error() + "); events may not be reaching this replica"
+		}
+	case (info.NumPending > 0 || info.Delivered.Stream > applied) && applied == in.probeApplied:
+		in.probeFails = 0
+		in.probeStill++
+		if in.probeStill >= probeStalled {
+			why = "the transcript stream's consumer is stalled: " + strconv.FormatUint(info.NumPending, 10) + " events pending and stream sequence " +
+				strconv.FormatUint(info.Delivered.Stream, 10) + " delivered, but nothing applied after " + strconv.FormatUint(applied, 10)
+		}
+	default:
+		in.probeFails, in.probeStill = 0, 0
+	}
+	in.probeApplied = applied
+	if why != "" {
+		in.probeFails, in.probeStill = 0, 0
+		in.stalled.Store(&why)
+		in.log.Warn("transcript stream consumer stalled; every Check is refused until it catches up", zap.String("why", why))
+		in.Resync()
+	}
+}
 
 func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
 	in.mu.Lock()
@@ -289,6 +359,7 @@ func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
 
 func (in *StreamIngester) markCaughtUp() {
 	if !in.caughtUp.Swap(true) {
+		in.stalled.Store(nil)
 		in.log.Info("caught up with the transcript stream", zap.Uint64("stream_seq", in.applied.Load()))
 		in.onChange()
 	}
