@@ -146,3 +146,11 @@ func want(t *testing.T, resp *Verdict, outcome yesguardv1.Outcome, reason yesgua
 		t.Fatalf("decision %s has no message for the model", resp.GetDecisionId())
 	}
 }
+
+// apply applies ev as it is, now.
+func (h *harness) apply(ev transcript.Event) {
+	h.t.Helper()
+	if ok, why := h.store.Apply(ev, time.Now()); !ok {
+		h.t.Fatalf("event %+v dropped: %s", ev, why)
+	}
+}

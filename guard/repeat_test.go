@@ -226,3 +226,40 @@ func TestSettleJudgesWhatArrivedMeanwhile(t *testing.T) {
 	h.g.cfg.Settle = func(context.Context, string) error { return errors.New("stream unreachable") }
 	want(t, h.check("d", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
 }
+
+// A late utterance that sorts in front of a caller turn already used does
+// not make it a new turn. Red team finding 5: the turn was keyed on its
+// first utterance's id, which the late "Okay," changed, and the same yes
+// allowed a second action.
+func TestLateHeadKeepsTheTurnUsed(t *testing.T) {
+	h := newHarness(t, "testdata/policy.yaml")
+	at := func(ev transcript.Event, start, end int64) transcript.Event {
+		ev.StartMS, ev.EndMS = &start, &end
+		return ev
+	}
+	ev := func(sp transcript.Speaker, seq uint64, text string) transcript.Event {
+		src := "stt"
+		if sp == transcript.Agent {
+			src = "tts"
+		}
+		return transcript.Event{CallID: "late", Speaker: sp, Type: transcript.TypeTranscript, Final: true, Text: text, Source: src, Epoch: 1, Seq: seq}
+	}
+	h.apply(at(ev(transcript.Agent, 1, "Shall I submit the appeal?"), 0, 1800))
+	h.apply(at(ev(transcript.Caller, 1, "Yes."), 2100, 2400))
+	first := h.check("late", "submit_appeal", map[string]any{"appeal_id": "A-17"})
+	want(t, first, allow, yesguardv1.Reason_REASON_CONFIRMED)
+	if err := h.complete(first.GetDecisionId(), nil, false); err != nil {
+		t.Fatal(err)
+	}
+	want(t, h.check("late", "submit_appeal", map[string]any{"appeal_id": "A-18"}), refuse, yesguardv1.Reason_REASON_EVIDENCE_USED)
+
+	h.apply(at(ev(transcript.Caller, 2, "Okay,"), 1900, 2050)) // late, in front of the yes
+	if got := h.g.Transcript("late"); len(got) != 2 || got[1].GetText() != "Okay, Yes." {
+		t.Fatalf("the late utterance did not join the turn: %v", got)
+	}
+	resp := h.check("late", "submit_appeal", map[string]any{"appeal_id": "A-18"})
+	want(t, resp, refuse, yesguardv1.Reason_REASON_EVIDENCE_USED)
+	if resp.GetOriginalDecisionId() != first.GetDecisionId() {
+		t.Fatalf("EVIDENCE_USED names %q, want %q", resp.GetOriginalDecisionId(), first.GetDecisionId())
+	}
+}

@@ -22,6 +22,9 @@ func (c *check) look() (view, <-chan struct{}) {
 			skip = ""
 		}
 		v.turns = snap.Turns(skip)
+		// Agent speech left out as filler settles no gap: for this Check
+		// nothing the agent said came after the missing events.
+		v.snap.Gap = snap.GapFor(skip)
 	}
 	return v, changed
 }

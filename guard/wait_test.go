@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -250,4 +251,82 @@ func TestEvidenceNamesTheSources(t *testing.T) {
 	if resp.Turn.GetSource() != "stt" {
 		t.Fatalf("the turn used: %v", resp.Turn)
 	}
+}
+
+// The agent's filler for the very response a Check carries ("Okay, one
+// moment.") settles no gap for that Check: the Check leaves the filler out,
+// so for it nothing the agent said came after the missing "Wait, no.".
+// Red team finding 2: the filler cleared every gap and the yes was allowed.
+func TestFillerOfTheCheckSettlesNoGap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		miss func(h *harness, call string) // leaves the call uncertain after the yes
+	}{
+		{"seq gap", func(h *harness, call string) {
+			h.apply(transcript.Event{CallID: call, Speaker: transcript.Caller, Type: transcript.TypeSpeechStopped, Source: "stt", Epoch: 1, Seq: 3})
+		}},
+		{"rejected seq jump", func(h *harness, call string) {
+			ev := transcript.Event{CallID: call, Speaker: transcript.Caller, Type: transcript.TypeTranscript, Final: true, Text: "Wait, no.", Source: "stt", Epoch: 1, Seq: 1 << 63}
+			if ok, _ := h.store.Apply(ev, time.Now()); ok {
+				h.t.Fatal("a seq jump of 2^63 was applied")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, during := range []bool{false, true} {
+				h := newHarness(t, "testdata/policy.yaml")
+				call := fmt.Sprintf("%s-%v", strings.ReplaceAll(tc.name, " ", "-"), during)
+				h.apply(transcript.Event{CallID: call, Speaker: transcript.Agent, Type: transcript.TypeTranscript, Final: true, Text: "Shall I submit your appeal now?", Source: "tts", Epoch: 1, Seq: 1})
+				h.apply(transcript.Event{CallID: call, Speaker: transcript.Caller, Type: transcript.TypeTranscript, Final: true, Text: "Yes.", Source: "stt", Epoch: 1, Seq: 1})
+				tc.miss(h, call)
+				filler := transcript.Event{CallID: call, Speaker: transcript.Agent, Type: transcript.TypeTranscript, Final: true, Text: "Okay, one moment.", Source: "tts", Epoch: 1, Seq: 2, ResponseID: "resp-1"}
+				var resp *Verdict
+				if during {
+					got := checkAsync(t, h, call, respID("resp-1"))
+					h.apply(filler)
+					resp = <-got
+				} else {
+					h.apply(filler)
+					resp = h.check(call, "submit_appeal", nil, respID("resp-1"))
+				}
+				want(t, resp, refuse, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+
+				// Agent speech of another response settles it: the caller's
+				// answer to a new question is judged.
+				h.apply(transcript.Event{CallID: call, Speaker: transcript.Agent, Type: transcript.TypeTranscript, Final: true, Text: "Shall I submit your appeal now?", Source: "tts", Epoch: 1, Seq: 3, ResponseID: "resp-2"})
+				h.apply(transcript.Event{CallID: call, Speaker: transcript.Caller, Type: transcript.TypeTranscript, Final: true, Text: "Yes, please.", Source: "stt", Epoch: 2, Seq: 1})
+				want(t, h.check(call, "submit_appeal", nil, respID("resp-3")), allow, yesguardv1.Reason_REASON_CONFIRMED)
+			}
+		})
+	}
+}
+
+// Audio time from two clocks (a recogniser restarted with a new epoch that
+// counts from 0 again; a speech side stamping 5 s behind) does not decide
+// who spoke last: an utterance that audio time puts before the other
+// speaker's, from another run that arrived earlier, leaves the call
+// uncertain. Red team finding 8: both were allowed.
+func TestTwoClocksDoNotDecideWhoSpokeLast(t *testing.T) {
+	ev := func(call string, sp transcript.Speaker, src string, epoch, seq uint64, text string, start, end int64) transcript.Event {
+		return transcript.Event{CallID: call, Speaker: sp, Type: transcript.TypeTranscript, Final: true, Text: text,
+			Source: src, Epoch: epoch, Seq: seq, StartMS: &start, EndMS: &end}
+	}
+	h := newHarness(t, "testdata/policy.yaml")
+	// (a) The recogniser restarts; its new run counts audio time from 0.
+	h.apply(ev("a", transcript.Agent, "tts", 1, 1, "Shall I submit the appeal?", 20000, 21800))
+	h.apply(ev("a", transcript.Caller, "stt", 1, 1, "Yes.", 22000, 22300))
+	h.apply(ev("a", transcript.Caller, "stt", 2, 1, "Wait, no.", 300, 700))
+	want(t, h.check("a", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+
+	// (b) The speech side's clock is 5 s behind the recogniser's.
+	h.apply(ev("b", transcript.Agent, "tts", 1, 1, "Shall I submit the appeal?", 0, 1500))
+	h.apply(ev("b", transcript.Caller, "stt", 1, 1, "Yes.", 7000, 7300))
+	h.apply(ev("b", transcript.Agent, "tts", 1, 2, "Done. Shall I also cancel your subscription?", 3000, 5000))
+	want(t, h.check("b", "cancel_subscription", nil), refuse, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+
+	// One clock: a late caller final in its place is judged.
+	h.apply(ev("one", transcript.Agent, "tts", 1, 1, "Shall I submit the appeal?", 0, 1500))
+	h.apply(ev("one", transcript.Caller, "tts", 1, 3, "Wait, no.", 2600, 3000))
+	h.apply(ev("one", transcript.Caller, "tts", 1, 2, "Yes.", 2000, 2400))
+	want(t, h.check("one", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_NEGATED)
 }

@@ -29,6 +29,9 @@ const (
 	DefaultDecisionLog     = "stdout"
 	DefaultLogLevel        = "info"
 	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultReconnectGrace is above nats.go's 2 s reconnect wait and its
+	// jitter (100 ms; 1 s with TLS).
+	DefaultReconnectGrace = 3 * time.Second
 
 	StateJetStream = "jetstream"
 	StateMemory    = "memory"
@@ -70,6 +73,7 @@ func DefaultDataDir() string {
 //	DecisionLog     decision_log
 //	LogLevel        log_level
 //	ShutdownTimeout shutdown_timeout
+//	ReconnectGrace  reconnect_grace
 //	State           state
 //	DataDir         data_dir
 //	JSReplicas      js_replicas
@@ -207,6 +211,16 @@ type Config struct {
 	// refuse for it: an ALLOW settles on its own call's events first.
 	// Default 1s. (No flag: tests and benchmarks set it.)
 	TranscriptMaxLag time.Duration
+	// ReconnectGrace: after NATS comes back (the guard reconnects, its
+	// first connection came late, or the embedded server restarts on a
+	// stream that holds events), the pipeline's publishers are still
+	// reconnecting and flushing what they buffered during the outage
+	// (nats.go waits 2 s between attempts): for this long the guard refuses
+	// every Check (REASON_TRANSCRIPT_GAP) and its health is NOT_SERVING,
+	// so that no call is judged on a transcript still missing the caller's
+	// "Wait, no.". Keep it above the publishers' reconnect wait and jitter.
+	// Default 3s; negative: none.
+	ReconnectGrace time.Duration
 }
 
 // DefaultConfig returns a config with every default set, the HTTP server
@@ -237,6 +251,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.ReconnectGrace == 0 {
+		c.ReconnectGrace = DefaultReconnectGrace
 	}
 	c.Limits.SetDefaults()
 	if c.State == "" {

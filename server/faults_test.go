@@ -196,6 +196,9 @@ func TestFaultEmbeddedServerRestart(t *testing.T) {
 	stopServer(t, r.srv)
 
 	r2 := startReplicaCfg(t, cfg) // the same data directory
+	// The publishers reconnect within the reconnect grace; until it ends
+	// every Check is refused.
+	eventuallyFor(t, "the reconnect grace over", r2.serving)
 	pub2 := newPublisher(t, r2.srv.NATSURL())
 	// The at-least-once publisher replays its events.
 	pub2.conversation(call)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,25 @@ type jsState struct {
 	ledger   atomic.Pointer[approval.Ledger]
 	// ready is closed once all four are set.
 	ready chan struct{}
+	// lastErr is why the last set-up attempt failed ("" before any).
+	// noJetStream is closed when NATS answered that it has no JetStream:
+	// no retry will succeed, and Start fails at once saying so.
+	lastErr     atomic.Pointer[string]
+	noJetStream chan struct{}
+	noJSOnce    sync.Once
+}
+
+// errNoJetStream: the NATS server (or the guard's account) has no
+// JetStream, which the JetStream state needs.
+var errNoJetStream = errors.New("NATS has no JetStream (the server runs without -js / jetstream {}, or the guard's account has none): --state jetstream needs it; enable JetStream, or run one replica with --state memory")
+
+// setUpError says why the state is not set up yet, for the feed's reason
+// and Start's error.
+func (js *jsState) setUpError() string {
+	if p := js.lastErr.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // stateBook is the dedupe.Book of the JetStream state, failing until it is
@@ -183,7 +203,14 @@ func (s *Server) setUpJetStream(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.log.Warn("JetStream state not set up yet; retrying; every Check is refused meanwhile", zap.Error(err))
+		msg := err.Error()
+		s.js.lastErr.Store(&msg)
+		if errors.Is(err, errNoJetStream) {
+			s.js.noJSOnce.Do(func() { close(s.js.noJetStream) })
+			s.log.Error("JetStream state cannot be set up; retrying; every Check is refused meanwhile", zap.Error(err))
+		} else {
+			s.log.Warn("JetStream state not set up yet; retrying; every Check is refused meanwhile", zap.Error(err))
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -203,6 +230,11 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	}
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	// Without JetStream every request below would time out; ask first, so
+	// that the cause is named.
+	if _, err := js.AccountInfo(actx); errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return fmt.Errorf("%w: %v", errNoJetStream, err)
+	}
 	c := &s.cfg
 	tstream := TranscriptStreamName(c.SubjectPrefix)
 	tcfg := transcript.StreamConfig(tstream, c.SubjectPrefix, c.TranscriptRetention, c.TranscriptMaxBytes, c.DuplicateWindow, c.JSReplicas)
@@ -239,29 +271,57 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 		return err
 	}
 	s.js.ingester.Store(in)
+	if s.ns != nil && in.HeldAtStart() > 0 {
+		// The embedded server restarted with this process (a crash, a
+		// redeploy): the pipeline's publishers were connected to it and
+		// are reconnecting now.
+		s.startGrace("the embedded NATS server restarted on a transcript stream that holds events")
+	}
 	s.log.Info("JetStream state set up",
 		zap.String("transcript_stream", tstream), zap.String("decision_stream", DecisionStream),
 		zap.String("bucket", StateBucket), zap.String("approvals_bucket", ApprovalsBucket), zap.Int("replicas", c.JSReplicas))
 	return nil
 }
 
-// waitJetStream waits, within ctx, for the state to be set up and the
-// transcript caught up.
+// waitJetStream waits, within ctx, for the state to be set up.
 func (s *Server) waitJetStream(ctx context.Context) error {
 	select {
 	case <-s.js.ready:
+	case <-s.js.noJetStream:
+		return errors.New(s.js.setUpError())
 	case <-ctx.Done():
+		if why := s.js.setUpError(); why != "" {
+			return fmt.Errorf("%w; the last attempt: %s", ctx.Err(), why)
+		}
 		return ctx.Err()
 	}
+	return nil
+}
+
+// waitCaughtUp waits, at most s.catchUpWait (catchUpStartWait) and within
+// ctx, for the transcript to be caught up, so that the guard serves from
+// its first Check after a short replay. After a long one it returns with
+// the replay still under way (logged): the guard listens and refuses
+// until it is done.
+func (s *Server) waitCaughtUp(ctx context.Context) {
 	in := s.js.ingester.Load()
+	limit := catchUpStartWait
+	if s.catchUpWait != nil {
+		limit = *s.catchUpWait
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
 	for !in.CaughtUp() {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return
+		case <-t.C:
+			s.log.Warn("still replaying the transcript stream; listening meanwhile: health is NOT_SERVING and every Check is refused until it is caught up",
+				zap.Uint64("stream_seq_applied", in.Applied()), zap.Uint64("pending", in.Pending()))
+			return
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	return nil
 }
 
 // stopJetStream stops the ingester and the book, and gives the queued

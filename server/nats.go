@@ -121,6 +121,9 @@ func (s *Server) natsOptions() []nats.Option {
 		nats.ReconnectWait(natsReconnectWait),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			s.log.Info("NATS connected", zap.String("url", nc.ConnectedUrlRedacted()))
+			if s.graceOnConnect.Load() {
+				s.startGrace("NATS became reachable after the guard started")
+			}
 			s.updateFeedHealth()
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -136,6 +139,7 @@ func (s *Server) natsOptions() []nats.Option {
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.metrics.reconnects.Inc()
 			s.log.Info("NATS reconnected", zap.String("url", nc.ConnectedUrlRedacted()))
+			s.startGrace("NATS reconnected")
 			s.resync()
 			s.updateFeedHealth()
 		}),
@@ -181,11 +185,18 @@ func (s *Server) connectNATS() error {
 	} else {
 		opts = append(opts, nats.RetryOnFailedConnect(true))
 	}
+	// A connection made at once starts no grace; one the retries make later
+	// does (NATS was down: the publishers too are reconnecting). The first
+	// retry comes a reconnect wait after Connect returns, long after the
+	// flag is set.
 	nc, err := nats.Connect(target, opts...)
 	if err != nil {
 		return fmt.Errorf("nats_url: connect to %s: %s", auth.RedactURLs(target), auth.RedactURLs(err.Error()))
 	}
 	s.nc.Store(nc)
+	if !nc.IsConnected() {
+		s.graceOnConnect.Store(true)
+	}
 	if !nc.IsConnected() {
 		s.log.Warn("NATS not reachable yet; retrying", zap.String("url", auth.RedactURLs(target)))
 	}
@@ -208,14 +219,48 @@ func newNATSMetrics(reg prometheus.Registerer) natsMetrics {
 	}
 }
 
+// startGrace starts the reconnect grace (Config.ReconnectGrace), why: the
+// pipeline's publishers may still be reconnecting and flushing events they
+// buffered while NATS was away, so the transcript the guard holds may lack
+// them. It refuses every Check and keeps the health NOT_SERVING until the
+// grace ends, when a timer updates the health.
+func (s *Server) startGrace(why string) {
+	g := s.cfg.ReconnectGrace
+	if g <= 0 {
+		return
+	}
+	s.graceUntil.Store(time.Now().Add(g).UnixNano())
+	s.log.Info("reconnect grace: refusing every Check while the publishers reconnect and flush what they buffered",
+		zap.String("why", why), zap.Duration("reconnect_grace", g))
+	time.AfterFunc(g, s.updateFeedHealth)
+	s.updateFeedHealth()
+}
+
+// inGrace says, during the reconnect grace, why the feed is behind; ""
+// after it.
+func (s *Server) inGrace(now time.Time) string {
+	left := time.Duration(s.graceUntil.Load() - now.UnixNano())
+	if left <= 0 {
+		return ""
+	}
+	return "NATS came back moments ago; the pipeline's publishers may still be reconnecting and sending events they buffered meanwhile (reconnect grace " +
+		s.cfg.ReconnectGrace.String() + ", " + left.Round(time.Millisecond).String() + " left)"
+}
+
 // feedState is the engine's view of the transcript feed.
 func (s *Server) feedState() (guard.FeedState, string) {
 	if !s.feedUp() {
 		return guard.FeedDown, "the transcript feed (NATS) is not connected"
 	}
+	if why := s.inGrace(time.Now()); why != "" {
+		return guard.FeedBehind, why
+	}
 	if s.js != nil {
 		in := s.js.ingester.Load()
 		if in == nil {
+			if why := s.js.setUpError(); why != "" {
+				return guard.FeedBehind, "the guard has not set up its JetStream state yet: " + why
+			}
 			return guard.FeedBehind, "the guard has not set up its JetStream state yet"
 		}
 		// Catching up after a start or a reconnect refuses. Lagging a
@@ -246,7 +291,7 @@ func (s *Server) resync() {
 // serving reports whether the guard can judge: connected, and, with the
 // JetStream state, set up and caught up with the transcript stream.
 func (s *Server) serving() bool {
-	if !s.feedUp() {
+	if !s.feedUp() || s.inGrace(time.Now()) != "" {
 		return false
 	}
 	if s.js == nil {

@@ -22,9 +22,11 @@
 //     left), decision log flush, NATS connection, embedded NATS server.
 //   - A panic in a gRPC handler becomes codes.Internal for that call; it
 //     never takes the process down.
-//   - While the NATS connection is down, and, with the JetStream state,
-//     until the streams and the bucket are set up and the transcript stream
-//     is caught up after a start or a reconnect, /readyz answers 503 and the
+//   - While the NATS connection is down, during the reconnect grace after
+//     it comes back, and, with the JetStream state, until the streams and
+//     the bucket are set up and the transcript stream is caught up after a
+//     start or a reconnect (Start waits at most catchUpStartWait for that,
+//     then listens), /readyz answers 503 with why and the
 //     gRPC health status of yesguard.v1.Guard is NOT_SERVING; the overall
 //     status ("") stays SERVING while the process serves. The guard itself
 //     refuses every Check meanwhile (fail closed).
@@ -90,6 +92,14 @@ const natsFlushTimeout = 5 * time.Second
 // jsStartTimeout bounds Start's wait for the JetStream state when NATS is
 // reachable.
 const jsStartTimeout = 30 * time.Second
+
+// catchUpStartWait bounds how long Start waits, once the JetStream state is
+// set up, for the transcript to be caught up before it listens. A replay
+// longer than that (a restart after a busy ten minutes) goes on while the
+// guard listens: /healthz answers, health is NOT_SERVING and /readyz 503
+// with how far it is, and every Check refuses (TRANSCRIPT_GAP) until it is
+// caught up. Start never fails for a slow replay.
+const catchUpStartWait = 5 * time.Second
 
 // ErrStarted is returned by Start on a server already started or stopped.
 var ErrStarted = errors.New("server already started or stopped")
@@ -211,6 +221,14 @@ type Server struct {
 	// wg counts the serving loops and the sweepers.
 	wg sync.WaitGroup
 
+	// graceUntil (unix ns) ends the reconnect grace (Config.ReconnectGrace):
+	// until then the feed is behind. graceOnConnect: the first connection
+	// came late (NATS was unreachable at start), so it starts a grace too.
+	graceUntil     atomic.Int64
+	graceOnConnect atomic.Bool
+	// catchUpWait, when set (tests), replaces catchUpStartWait.
+	catchUpWait *time.Duration
+
 	// feedMu serialises updates of the feed's health, so the last update
 	// reflects the latest connection state.
 	feedMu   sync.Mutex
@@ -280,7 +298,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		s.log.Warn("state memory: reservations, evidence uses and decision records are held in this process only. " +
 			"Run one replica: a second one would allow the same action again, and a restart forgets them. Use --state jetstream for replicas and restarts")
 	} else {
-		s.js = &jsState{ready: make(chan struct{})}
+		s.js = &jsState{ready: make(chan struct{}), noJetStream: make(chan struct{})}
 		s.js.registerMetrics(reg)
 		s.book, s.records = stateBook{s.js}, stateStore{s.js}
 	}
@@ -472,6 +490,7 @@ func (s *Server) start(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("set up the JetStream state (streams %s, %s, bucket %s): %w", TranscriptStreamName(s.cfg.SubjectPrefix), DecisionStream, StateBucket, err)
 			}
+			s.waitCaughtUp(ctx)
 		}
 	}
 
@@ -587,7 +606,13 @@ func (s *Server) httpHandler() http.Handler {
 		case !s.feedUp():
 			http.Error(w, "transcript feed (NATS) disconnected", http.StatusServiceUnavailable)
 		case !s.serving():
-			http.Error(w, "catching up with the transcript stream, or the JetStream state is not set up yet", http.StatusServiceUnavailable)
+			// Why, as the Checks' refusals say it: the reconnect grace,
+			// catching up, or the JetStream state not set up (and why not).
+			why := "catching up with the transcript stream, or the JetStream state is not set up yet"
+			if _, w := s.feedState(); w != "" {
+				why = w
+			}
+			http.Error(w, why, http.StatusServiceUnavailable)
 		default:
 			_, _ = w.Write([]byte("ok\n"))
 		}

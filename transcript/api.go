@@ -113,7 +113,7 @@ func (l Limits) MaxEventBytes() int {
 // Utterance is one final transcript event as stored.
 type Utterance struct {
 	// ID is a per-call counter assigned on arrival; stable while the call
-	// is held, so a turn can be named by the ID of its first utterance.
+	// is held, so a turn can be named by the smallest ID of its utterances.
 	// ID is the stream sequence of its event when it came from the
 	// transcript stream, so that every replica names it alike.
 	ID uint64
@@ -138,7 +138,7 @@ type Utterance struct {
 
 // Turn is consecutive utterances of one speaker, joined.
 type Turn struct {
-	ID          uint64 // ID of the first utterance
+	ID          uint64 // the smallest ID of its utterances: the first to arrive (see makeTurn)
 	Speaker     Speaker
 	Utterances  []Utterance
 	Text        string // utterance texts joined with " "
@@ -173,6 +173,22 @@ type Snapshot struct {
 	// numbered have not arrived: the call cannot be judged until they do
 	// or the agent speaks again.
 	Gap string
+	// HeldGap is a gap that only agent speech with response id HeldGapBy
+	// settled: a Check that leaves that speech out of the turns (its own
+	// filler, "One moment.") must treat HeldGap as Gap, since for it
+	// nothing the agent said came after the missing events. Agent speech
+	// of another response id, or of none, settles it for every Check.
+	HeldGap, HeldGapBy string
+}
+
+// GapFor is the gap a Check that leaves out agent speech with response id
+// skip (its own filler; "" for none) must judge by: Gap, or HeldGap when
+// the only agent speech that settled it is the speech left out.
+func (s Snapshot) GapFor(skip string) string {
+	if s.Gap == "" && skip != "" && skip == s.HeldGapBy {
+		return s.HeldGap
+	}
+	return s.Gap
 }
 
 // Turns groups the snapshot's utterances into turns, after leaving out agent
@@ -222,7 +238,9 @@ type Meta struct {
 	// when it did not come from one.
 	StreamSeq uint64
 	// Replay: it was applied while catching up with the stream after a
-	// start, so a run's first seq above 1 is history, not a gap.
+	// start. A run first seen above seq 1 still makes a gap (its head may
+	// never have arrived); the gap says it may also be older than the
+	// replay.
 	Replay bool
 }
 

@@ -23,6 +23,15 @@ const (
 	ReasonDuplicateSeq   = "duplicate_seq"
 	ReasonBadSource      = "bad_source"
 	ReasonSeqJump        = "seq_jump"
+	// ReasonStreamDiscarded counts events the transcript stream discarded
+	// before this replica applied them (StreamIngester).
+	ReasonStreamDiscarded = "stream_discarded"
+	// ReasonStaleSeq: a seq too old for the call to tell a repeat from a
+	// late event (beyond its run's window, or of an old run).
+	ReasonStaleSeq = "stale_seq"
+	// ReasonSeqConflict: a final under a seq its run already used, with
+	// other words (a publisher restarted without a new epoch).
+	ReasonSeqConflict = "seq_conflict"
 
 	// Limits (Limits): the event was well formed but too much.
 	ReasonLangTooLong       = "lang_too_long"

@@ -3,6 +3,7 @@ package transcript
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -104,8 +105,11 @@ func (in *Ingester) handle(subject string, data []byte) {
 
 // rejected counts and logs (sampled, and without the text: transcripts
 // are personal data) an event Decode rejected; fields name its message.
-// An event a limit rejected makes its call, when held, uncertain: it may
-// have carried the caller's latest words.
+// Any rejected event on a call's subject makes that call, when held,
+// uncertain: malformed or too large, it may have carried the caller's
+// latest words ("Wait, no."), and the guard cannot vouch for a yes before
+// it. The subject names the call even when the body does not parse or
+// names another.
 func rejected(log *zap.Logger, m *Metrics, store *Store, prefix, subject string, data []byte, err error, fields ...zap.Field) {
 	reason, detail, limit := ReasonBadJSON, err.Error(), ""
 	var re *RejectError
@@ -116,13 +120,32 @@ func rejected(log *zap.Logger, m *Metrics, store *Store, prefix, subject string,
 	fields = append([]zap.Field{
 		zap.String("reason", reason), zap.String("subject", subject),
 		zap.Int("bytes", len(data)), zap.String("detail", detail)}, fields...)
+	why := lostTo(reason, detail)
 	if limit != "" {
 		fields = append(fields, zap.String("limit", limit))
-		if id, ok := subjectCallID(prefix, subject); ok && store.MarkDropped(id, lostTo(reason, detail)) {
-			fields = append(fields, zap.Bool("call_uncertain", true))
-		}
+	} else {
+		why = rejectedFrom(reason, detail)
+	}
+	if id, ok := subjectCallID(prefix, subject); ok && store.MarkDropped(id, why) {
+		fields = append(fields, zap.Bool("call_uncertain", true))
 	}
 	log.Warn("transcript event rejected", fields...)
+}
+
+// rejectedFrom is what Snapshot.Gap says of a call a malformed event on
+// its subject was rejected from.
+func rejectedFrom(reason, detail string) string {
+	return "an event of this call was rejected as malformed (" + reason + ": " + clipDetail(detail) + "); the caller's latest words may be missing until the agent speaks again"
+}
+
+// clipDetail bounds a reject's detail for a call's gap (it may quote a
+// JSON error about publisher-chosen bytes).
+func clipDetail(s string) string {
+	const max = 120
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	return strings.ToValidUTF8(s, "\uFFFD") // the gap is sent as a proto string
 }
 
 // dropped counts and logs (sampled) an event the store did not apply: a

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -109,8 +110,10 @@ func TestGapFillsOrIsForgiven(t *testing.T) {
 	}
 }
 
-// A run first seen above seq 1 is missing its head, unless the event came
-// from replaying the stream after a start.
+// A run first seen above seq 1 is missing its head, also when the event
+// came from replaying the stream after a start (red team finding 7: a
+// restart allowed what was refused before it), where the gap says the
+// head may also be older than the replay.
 func TestFirstSeqAboveOne(t *testing.T) {
 	s := NewStore(Limits{}, nil)
 	apply(t, s, sourced("live", Caller, "stt", 1, 5, "Yes."))
@@ -121,7 +124,7 @@ func TestFirstSeqAboveOne(t *testing.T) {
 		t.Fatal(why)
 	}
 	snap, _ := s.Snapshot("replayed")
-	if snap.Gap != "" {
+	if !strings.Contains(snap.Gap, "before seq 5 have not arrived, or are older than what the guard replayed") {
 		t.Fatalf("gap %q in a replay", snap.Gap)
 	}
 	if snap.Utterances[0].ID != 40 {
@@ -164,5 +167,149 @@ func TestMarkLost(t *testing.T) {
 	apply(t, s, sourced("a", Agent, "tts", 1, 2, "Shall I submit it now?"))
 	if snap, _ := s.Snapshot("a"); snap.Gap != "" {
 		t.Fatalf("gap %q after the agent spoke", snap.Gap)
+	}
+}
+
+// An old event re-sent by an at-least-once publisher, beyond what the call
+// remembers of its run (or of an old run), is rejected and leaves the call
+// uncertain: it cannot be told from a late event, and taken as new, a
+// re-sent "Yes." lands after a later question. Red team finding 6.
+func TestResentOldEventIsNotNew(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		setup  func(s *Store)
+		resend Event
+	}{
+		{"beyond the window", func(s *Store) {
+			apply(t, s, sourced("c", Caller, "stt", 1, 1, "Yes."))
+			for seq := uint64(2); seq <= 351; seq++ {
+				ev := sourced("c", Caller, "stt", 1, seq, "and so on")
+				if seq%5 != 0 {
+					ev.Final = false // interims and markers between the finals
+				}
+				apply(t, s, ev)
+				if ev.Final {
+					apply(t, s, sourced("c", Agent, "tts", 1, seq, "I see."))
+				}
+			}
+			apply(t, s, sourced("c", Agent, "tts", 1, 400, "Shall I cancel your subscription?"))
+		}, sourced("c", Caller, "stt", 1, 1, "Yes.")},
+		{"an old run", func(s *Store) {
+			apply(t, s, sourced("c", Caller, "stt", 2, 1, "Hello?"))
+			apply(t, s, sourced("c", Caller, "stt", 3, 1, "Hello?"))
+			apply(t, s, sourced("c", Agent, "tts", 1, 1, "Shall I cancel your subscription?"))
+		}, sourced("c", Caller, "stt", 1, 1, "Yes.")},
+		{"without a source", func(s *Store) {
+			apply(t, s, final("c", 1, Caller, "Yes."))
+			for seq := uint64(2); seq <= 300; seq++ {
+				if seq%4 == 0 {
+					apply(t, s, final("c", seq, Agent, "I see."))
+				} else {
+					apply(t, s, interim("c", seq, Caller, "um"))
+				}
+			}
+			apply(t, s, final("c", 301, Agent, "Shall I cancel your subscription?"))
+		}, final("c", 1, Caller, "Yes.")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore(Limits{MaxEventsPerSecond: 1 << 20}, nil)
+			tc.setup(s)
+			ok, reason := s.Apply(tc.resend, time.Now())
+			if ok || reason != ReasonStaleSeq {
+				t.Fatalf("the re-sent event: applied %v, reason %q; want rejected as %q", ok, reason, ReasonStaleSeq)
+			}
+			snap, _ := s.Snapshot("c")
+			if last := snap.Utterances[len(snap.Utterances)-1]; last.Speaker != Agent {
+				t.Fatalf("the re-sent yes was placed after the question: %q", texts(snap.Utterances))
+			}
+			if !strings.Contains(snap.Gap, "repeat cannot be told") {
+				t.Fatalf("gap %q", snap.Gap)
+			}
+		})
+	}
+}
+
+// A publisher that restarts without a new epoch counts from 1 again: a
+// final under a seq already used, with other words, is not a repeat. It is
+// dropped (it cannot be placed) and the call is uncertain. Red team
+// finding 9: the "Wait, no." was dropped as a repeat and the yes allowed.
+func TestSeqReusedWithOtherWordsIsNoRepeat(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		source       string
+		epoch        uint64
+		yesSeq, wait uint64
+	}{
+		{"same epoch", "stt", 7, 2, 2},
+		{"no epoch", "stt", 0, 2, 2},
+		{"no source", "", 0, 2, 2},
+		{"back to seq 1", "stt", 7, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore(Limits{}, nil)
+			tts := Event{CallID: "c", Speaker: Agent, Type: TypeTranscript, Final: true, Text: "Shall I submit your appeal now?", Source: "tts", Epoch: 1, Seq: 1}
+			if tc.source == "" {
+				tts.Source, tts.Epoch, tts.Seq = "", 0, 0
+			}
+			apply(t, s, tts)
+			yes := Event{CallID: "c", Speaker: Caller, Type: TypeTranscript, Final: true, Text: "Yes.", Source: tc.source, Epoch: tc.epoch, Seq: tc.yesSeq}
+			if tc.yesSeq > 1 {
+				marker := Event{CallID: "c", Speaker: Caller, Type: TypeSpeechStarted, Source: tc.source, Epoch: tc.epoch, Seq: 1}
+				apply(t, s, marker)
+			}
+			apply(t, s, yes)
+			if ok, reason := s.Apply(yes, time.Now()); ok || reason != ReasonDuplicateSeq {
+				t.Fatalf("the yes again: %v %q, want a repeat", ok, reason)
+			}
+			if snap, _ := s.Snapshot("c"); snap.Gap != "" {
+				t.Fatalf("a true repeat made the call uncertain: %q", snap.Gap)
+			}
+			// The restart: the same run's seq again, other words.
+			no := yes
+			no.Text = "Wait, no."
+			if ok, reason := s.Apply(no, time.Now()); ok || reason != ReasonSeqConflict {
+				t.Fatalf("the restarted publisher's no: %v %q, want %q", ok, reason, ReasonSeqConflict)
+			}
+			if snap, _ := s.Snapshot("c"); !strings.Contains(snap.Gap, "without a new epoch") {
+				t.Fatalf("gap %q", snap.Gap)
+			}
+		})
+	}
+}
+
+// More publisher runs than the call follows do not make it forget the run
+// with the gap. Red team finding 10: 8 more sources (or 8 restarts of
+// one) evicted it, and the yes before the missing seq was allowed.
+func TestManyRunsKeepTheGap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(i int) Event
+	}{
+		{"other sources", func(i int) Event {
+			ev := typed("c", 1, Caller, TypeSpeechStopped)
+			ev.Source, ev.Epoch = fmt.Sprint("src", i), 1
+			return ev
+		}},
+		{"tts restarting", func(i int) Event {
+			ev := typed("c", 1, Agent, TypeSpeechStopped)
+			ev.Source, ev.Epoch = "tts", uint64(10+i)
+			return ev
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore(Limits{}, nil)
+			apply(t, s, sourced("c", Agent, "tts", 1, 1, "Shall I submit your appeal now?"))
+			apply(t, s, sourced("c", Caller, "stt", 1, 1, "Yes."))
+			apply(t, s, sourced("c", Caller, "stt", 1, 3, "Okay.")) // seq 2 missing
+			if snap, _ := s.Snapshot("c"); !strings.Contains(snap.Gap, "seq 2") {
+				t.Fatalf("gap %q", snap.Gap)
+			}
+			for i := range 2 * maxTrackers {
+				apply(t, s, tc.run(i))
+			}
+			if snap, _ := s.Snapshot("c"); !strings.Contains(snap.Gap, "seq 2") {
+				t.Fatalf("after %d more runs the gap is forgotten: %q", 2*maxTrackers, snap.Gap)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package transcript
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -90,6 +91,10 @@ type call struct {
 	// trackers follow the seqs of each (source, epoch), at most
 	// maxTrackers of them.
 	trackers []seqTracker
+	// held is a gap that only agent speech of one response settled: a
+	// Check that leaves that response out as its own filler still sees it
+	// (Snapshot.HeldGap).
+	held heldGap
 
 	// bytes is what the call holds, as the store counts it against
 	// MaxCallBytes and MaxTotalBytes (callBytes, utteranceBytes).
@@ -168,9 +173,11 @@ type seqTracker struct {
 	stream
 	win seqWindow
 	// first is the smallest seq seen; headMissing: seqs below it were
-	// never seen (and were not left out of a replay on purpose).
-	first       uint64
-	headMissing bool
+	// never seen. headReplayed: first came from a replay, where the head
+	// may also be older than the window replayed; that cannot be told from
+	// a head that never arrived, so it refuses all the same.
+	first                     uint64
+	headMissing, headReplayed bool
 	// forgiven: seqs at or below it no longer make a gap (the agent spoke
 	// after them).
 	forgiven uint64
@@ -249,7 +256,7 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 	}
 	if reason := c.admit(&ev, meta.Replay); reason != "" {
 		var old chan struct{}
-		if reason == ReasonSeqJump && !created {
+		if (reason == ReasonSeqJump || reason == ReasonStaleSeq || reason == ReasonSeqConflict) && !created {
 			// The call is uncertain now: waiters must see it.
 			old, c.changed = c.changed, nil
 		}
@@ -287,16 +294,22 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 
 // admit decides whether a numbered event is new: "" to apply it, else the
 // reason it is dropped (a repeat, or a seq jump, which also marks the call
-// uncertain). replay: the event comes from catching up with the stream,
-// where a run's first seq above 1 is history, not a gap.
+// uncertain). replay: the event comes from catching up with the stream
+// after a start, where a run first seen above seq 1 may be missing its head
+// or may have begun before the window replayed: it refuses either way (a
+// replica must not allow after a restart what it refused before), and its
+// gap says both.
 func (c *call) admit(ev *Event, replay bool) string {
 	if ev.Seq == 0 {
 		return ""
 	}
 	st := streamOf(ev)
 	if st == (stream{}) {
-		if c.seenSeq(st, ev.Seq, &c.seqs) {
-			return ReasonDuplicateSeq
+		switch c.seenSeq(st, ev.Seq, &c.seqs) {
+		case seqSeen:
+			return c.repeat(st, ev)
+		case seqTooOld:
+			return c.stale(st, ev.Seq, "older than the last "+strconv.Itoa(seqWindowSize)+" seqs of the call")
 		}
 		if ev.Seq > c.seqs.max+maxSeqJump {
 			c.legacyJump = ev.Seq
@@ -307,12 +320,18 @@ func (c *call) admit(ev *Event, replay bool) string {
 	}
 	tr := c.tracker(st)
 	if tr == nil {
-		// A run older than those followed: applied without a check, as
-		// more caller speech can only refuse more.
-		return ""
+		// A run older than the two newest of its source: a repeat cannot
+		// be told from a late event, and a re-sent "Yes." must not land
+		// after a later question.
+		return c.stale(st, ev.Seq, "from a run older than the two newest of its source")
 	}
-	if tr.first != 0 && c.seenSeq(st, ev.Seq, &tr.win) {
-		return ReasonDuplicateSeq
+	if tr.first != 0 {
+		switch c.seenSeq(st, ev.Seq, &tr.win) {
+		case seqSeen:
+			return c.repeat(st, ev)
+		case seqTooOld:
+			return c.stale(st, ev.Seq, "older than the last "+strconv.Itoa(seqWindowSize)+" seqs of its run")
+		}
 	}
 	if ev.Seq > tr.win.max+maxSeqJump {
 		tr.jumped = ev.Seq
@@ -322,7 +341,7 @@ func (c *call) admit(ev *Event, replay bool) string {
 	switch {
 	case tr.first == 0:
 		tr.first = ev.Seq
-		tr.headMissing = ev.Seq > 1 && !replay
+		tr.headMissing, tr.headReplayed = ev.Seq > 1, replay
 	case ev.Seq < tr.first:
 		tr.first = ev.Seq
 		if ev.Seq == 1 {
@@ -349,32 +368,110 @@ func (c *call) tracker(st stream) *seqTracker {
 		return nil
 	}
 	if len(c.trackers) >= maxTrackers {
-		c.trackers = slices.Delete(c.trackers, 0, 1)
+		// Forget the oldest run without a gap; when every run has one,
+		// the oldest, whose gap the call keeps (c.lost): bounded state
+		// must not forget what keeps a call refused.
+		drop := 0
+		for i := range c.trackers {
+			if c.trackers[i].gap() == "" {
+				drop = i
+				break
+			}
+		}
+		if why := c.trackers[drop].gap(); why != "" && c.lost == "" {
+			c.lost = why + fmt.Sprintf(" (that run is no longer followed: more than %d publisher runs in the call)", maxTrackers)
+		}
+		c.trackers = slices.Delete(c.trackers, drop, drop+1)
 	}
 	c.trackers = append(c.trackers, seqTracker{stream: st})
 	return &c.trackers[len(c.trackers)-1]
 }
 
-// seenSeq reports whether the run's seq was already applied to the call:
-// it is in the recent window, or it is older than the window and a held
-// utterance of the run carries it. (An event older than the window whose
-// seq is not held cannot be told from a new one and is accepted.)
-func (c *call) seenSeq(st stream, seq uint64, w *seqWindow) bool {
+// What seenSeq knows of a seq.
+const (
+	seqNew    = iota
+	seqSeen   // applied before: a repeat
+	seqTooOld // older than the window and not held: a repeat or a very late event, which cannot be told apart
+)
+
+// seenSeq says whether the run's seq was already applied to the call: it
+// is in the recent window, or it is older than the window and a held
+// utterance of the run carries it. An older seq no held utterance carries
+// is seqTooOld.
+func (c *call) seenSeq(st stream, seq uint64, w *seqWindow) int {
 	seen, inWindow := w.seen(seq)
-	if inWindow {
-		return seen
+	switch {
+	case inWindow && seen:
+		return seqSeen
+	case inWindow:
+		return seqNew
 	}
 	for i := range c.utts {
 		if u := &c.utts[i]; u.Seq == seq && u.Source == st.source && u.Epoch == st.epoch {
-			return true
+			return seqSeen
 		}
 	}
-	return false
+	return seqTooOld
 }
 
-// forgive clears the call's gaps: the agent spoke after them, so what they
-// hid is no longer the caller's current turn.
-func (c *call) forgive() {
+// repeat drops an event whose seq the run already used: a repeat, unless
+// it is a final that differs from the final held under that seq (or no
+// final is held under it). Then the publisher restarted without a new
+// epoch and counts from 1 again (a contract violation), and what it says
+// now may be the caller's "Wait, no.": the event is dropped all the same
+// (it cannot be placed), and the call is uncertain until its agent speaks
+// again.
+func (c *call) repeat(st stream, ev *Event) string {
+	if ev.Type != TypeTranscript || !ev.Final {
+		return ReasonDuplicateSeq // no text to compare: a marker or an interim
+	}
+	for i := range c.utts {
+		u := &c.utts[i]
+		if u.Seq == ev.Seq && u.Source == st.source && u.Epoch == st.epoch {
+			if u.Text == ev.Text && u.Speaker == ev.Speaker {
+				return ReasonDuplicateSeq
+			}
+			break
+		}
+	}
+	who := "the call's events without a source"
+	if st != (stream{}) {
+		who = fmt.Sprintf("source %q (epoch %d)", st.source, st.epoch)
+	}
+	c.lost = fmt.Sprintf("%s sent seq %d again with other words: the publisher restarted without a new epoch, so its new events cannot be told from repeats", who, ev.Seq)
+	return ReasonSeqConflict
+}
+
+// stale rejects an event whose seq the call cannot place (why): an
+// at-least-once publisher re-sending an old "Yes." would otherwise land it
+// after a later question, and a truly late event may be the caller's
+// "Wait, no.". The call is uncertain until its agent speaks again.
+func (c *call) stale(st stream, seq uint64, why string) string {
+	who := "an event without a source"
+	if st != (stream{}) {
+		who = fmt.Sprintf("source %q (epoch %d)", st.source, st.epoch)
+	}
+	c.lost = fmt.Sprintf("%s: seq %d arrived %s, and was rejected: a repeat cannot be told from a late event", who, seq, why)
+	return ReasonStaleSeq
+}
+
+// heldGap is a gap settled only by agent speech of response id by.
+type heldGap struct {
+	by, why string
+}
+
+// forgive clears the call's gaps: the agent spoke (with responseID) after
+// them, so what they hid is no longer the caller's current turn. A Check
+// carrying responseID leaves that speech out as its filler, and for it the
+// speech settles nothing: the gap is held for it (c.held) until agent
+// speech of another response, or of none, follows.
+func (c *call) forgive(responseID string) {
+	switch why := c.gap(); {
+	case why != "" && responseID != "":
+		c.held = heldGap{by: responseID, why: why}
+	case responseID == "" || responseID != c.held.by:
+		c.held = heldGap{}
+	}
 	c.legacyJump, c.lost = 0, ""
 	for i := range c.trackers {
 		tr := &c.trackers[i]
@@ -392,16 +489,26 @@ func (c *call) gap() string {
 		return fmt.Sprintf("an event's seq jumped to %d, more than %d past the call's last, and was rejected", c.legacyJump, maxSeqJump)
 	}
 	for i := range c.trackers {
-		tr := &c.trackers[i]
-		switch {
-		case tr.jumped != 0:
-			return fmt.Sprintf("source %q (epoch %d): seq %d jumped more than %d past %d and was rejected", tr.source, tr.epoch, tr.jumped, maxSeqJump, tr.win.max)
-		case tr.headMissing && tr.first > tr.forgiven+1:
-			return fmt.Sprintf("source %q (epoch %d): its events before seq %d have not arrived", tr.source, tr.epoch, tr.first)
+		if why := c.trackers[i].gap(); why != "" {
+			return why
 		}
-		if seq := tr.missing(); seq != 0 {
-			return fmt.Sprintf("source %q (epoch %d): seq %d has not arrived (seq %d has)", tr.source, tr.epoch, seq, tr.win.max)
-		}
+	}
+	return ""
+}
+
+// gap says which of the run's events have not arrived, or were rejected,
+// since the agent last spoke; "" when none.
+func (tr *seqTracker) gap() string {
+	switch {
+	case tr.jumped != 0:
+		return fmt.Sprintf("source %q (epoch %d): seq %d jumped more than %d past %d and was rejected", tr.source, tr.epoch, tr.jumped, maxSeqJump, tr.win.max)
+	case tr.headMissing && tr.first > tr.forgiven+1 && tr.headReplayed:
+		return fmt.Sprintf("source %q (epoch %d): its events before seq %d have not arrived, or are older than what the guard replayed at its start", tr.source, tr.epoch, tr.first)
+	case tr.headMissing && tr.first > tr.forgiven+1:
+		return fmt.Sprintf("source %q (epoch %d): its events before seq %d have not arrived", tr.source, tr.epoch, tr.first)
+	}
+	if seq := tr.missing(); seq != 0 {
+		return fmt.Sprintf("source %q (epoch %d): seq %d has not arrived (seq %d has)", tr.source, tr.epoch, seq, tr.win.max)
 	}
 	return ""
 }
@@ -448,10 +555,17 @@ func (c *call) apply(ev *Event, meta Meta, maxUtts int, maxBytes int64, trimmed 
 	switch ev.Type {
 	case TypeTranscript:
 		if ev.Final {
-			c.addFinal(ev, meta, maxUtts)
+			crossed := c.addFinal(ev, meta, maxUtts)
 			*trimmed += c.trim(maxBytes)
 			if ev.Speaker == Agent {
-				c.forgive()
+				c.forgive(ev.ResponseID)
+			}
+			if crossed != nil {
+				// After forgive: this agent speech is itself what the
+				// clocks may have misplaced.
+				c.lost = fmt.Sprintf("source %q (epoch %d) stamped %q audio time %d ms, before %q of source %q (epoch %d) at %d ms that arrived earlier: "+
+					"the two publishers' clocks may not agree, so the order of the caller's and the agent's words is uncertain",
+					ev.Source, ev.Epoch, ev.Speaker, crossed.u, crossed.heldSpeaker, crossed.heldSource, crossed.heldEpoch, crossed.held)
 			}
 			return true
 		}
@@ -489,7 +603,21 @@ func (c *call) markInFlight(st stream, seq uint64) bool {
 	return true
 }
 
-func (c *call) addFinal(ev *Event, meta Meta, maxUtts int) {
+// crossing is an utterance placed, by audio time, before a held utterance
+// of the other speaker from another publisher run, that arrived earlier.
+type crossing struct {
+	u, held     int64
+	heldSpeaker Speaker
+	heldSource  string
+	heldEpoch   uint64
+}
+
+// addFinal places the final event among the held utterances. It returns
+// the crossing when audio time placed it before a held utterance of the
+// other speaker from another run: two clocks (two publishers, or one
+// across a restart, which may count from 0 again) decided who spoke last,
+// and they may not agree; nil otherwise.
+func (c *call) addFinal(ev *Event, meta Meta, maxUtts int) *crossing {
 	now := meta.At
 	c.nextID++
 	id := c.nextID
@@ -545,12 +673,21 @@ func (c *call) addFinal(ev *Event, meta Meta, maxUtts int) {
 		}
 	}
 	latest := pos == len(c.utts)
+	var crossed *crossing
+	if u.HasTimes && ev.Source != "" {
+		for i := pos; i < len(c.utts); i++ {
+			if h := &c.utts[i]; h.HasTimes && h.Speaker != u.Speaker && (h.Source != u.Source || h.Epoch != u.Epoch) {
+				crossed = &crossing{u: u.StartMS, held: h.StartMS, heldSpeaker: h.Speaker, heldSource: h.Source, heldEpoch: h.Epoch}
+				break
+			}
+		}
+	}
 	if len(c.utts) >= maxUtts {
 		if pos == 0 {
 			// Older than everything held, and there is no room: it would be
 			// the one dropped.
 			c.clearInFlightFor(u.Speaker, streamOf(ev), u.Seq)
-			return
+			return crossed
 		}
 		// Drop the oldest.
 		c.bytes -= utteranceBytes(&c.utts[0])
@@ -567,6 +704,7 @@ func (c *call) addFinal(ev *Event, meta Meta, maxUtts int) {
 		c.lang = u.Lang
 	}
 	c.clearInFlightFor(u.Speaker, streamOf(ev), u.Seq)
+	return crossed
 }
 
 // trim drops the oldest utterances while the call holds more than
@@ -621,6 +759,8 @@ func (c *call) snapshot(callID string, from int) Snapshot {
 		Ended:          c.ended,
 		Lang:           c.lang,
 		Gap:            c.gap(),
+		HeldGap:        c.held.why,
+		HeldGapBy:      c.held.by,
 	}
 	if from < len(c.utts) {
 		snap.Utterances = slices.Clone(c.utts[from:])

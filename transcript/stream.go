@@ -51,9 +51,14 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes int64, dup
 //     message the stream held then has been applied: CaughtUp is false,
 //     and the guard refuses with REASON_TRANSCRIPT_GAP.
 //   - It is behind, too, while it lags: messages are pending and the last
-//     one applied was stored more than MaxLag ago.
+//     one applied was stored more than MaxLag ago; and when its consumer
+//     stalls (probeLive: no answer, or nothing applied while events wait,
+//     two seconds running) until it has caught up again.
 //   - A start replays the last Rebuild of the stream, so that the calls in
 //     progress are rebuilt.
+//   - Stream sequences are applied without a hole: a jump (events the
+//     stream discarded before this replica read them) makes every call
+//     held uncertain until its agent speaks again.
 type StreamIngester struct {
 	js       jetstream.JetStream
 	stream   string
@@ -86,6 +91,16 @@ type StreamIngester struct {
 	lastStored  atomic.Int64  // its stream timestamp, unix ns
 	caughtUp    atomic.Bool
 	resync      chan struct{} // a nudge for the catch-up loop
+	// stalled says why the liveness probe found the consumer stalled (nil:
+	// it did not, since the last catch-up). The probe's counters belong to
+	// the catch-up loop's goroutine alone.
+	stalled                atomic.Pointer[string]
+	probeFails, probeStill int
+	probeApplied           uint64
+
+	// beforeHandle, when set (by tests, before Start), runs before each
+	// message is handled: a test stalls the consumer with it.
+	beforeHandle func(streamSeq uint64)
 }
 
 type settleWait struct {
@@ -205,6 +220,10 @@ func (in *StreamIngester) Resync() {
 // Start or Resync has been applied.
 func (in *StreamIngester) CaughtUp() bool { return in.caughtUp.Load() }
 
+// HeldAtStart is the stream's last sequence when Start was called (0: the
+// stream was empty).
+func (in *StreamIngester) HeldAtStart() uint64 { return in.replayUntil.Load() }
+
 // Applied is the last stream sequence applied.
 func (in *StreamIngester) Applied() uint64 { return in.applied.Load() }
 
@@ -215,8 +234,15 @@ func (in *StreamIngester) Pending() uint64 { return in.pending.Load() }
 // Behind says why the transcript may be incomplete now, or "" when it is
 // not: still catching up, or lagging.
 func (in *StreamIngester) Behind(now time.Time) string {
+	if p := in.stalled.Load(); p != nil && !in.caughtUp.Load() {
+		return *p
+	}
 	if !in.caughtUp.Load() {
-		return "the guard is catching up with the transcript stream (after a start or a reconnect); events may not have been applied yet"
+		why := "the guard is catching up with the transcript stream (after a start or a reconnect); events may not have been applied yet"
+		if a := in.applied.Load(); a > 0 {
+			why += " (applied up to stream sequence " + strconv.FormatUint(a, 10) + ", " + strconv.FormatUint(in.pending.Load(), 10) + " pending then)"
+		}
+		return why
 	}
 	if p := in.pending.Load(); p > 0 {
 		if lag := now.Sub(time.Unix(0, in.lastStored.Load())); lag > in.maxLag {
@@ -234,9 +260,11 @@ func (in *StreamIngester) catchUpLoop(ctx context.Context) {
 	defer close(in.done)
 	t := time.NewTicker(catchUpStep)
 	defer t.Stop()
-	for {
+	for n := 0; ; n++ {
 		if !in.caughtUp.Load() {
 			in.checkCaughtUp(ctx)
+		} else if n%probeEvery == 0 {
+			in.probeLive(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -249,6 +277,63 @@ func (in *StreamIngester) catchUpLoop(ctx context.Context) {
 
 // catchUpStep is how often a behind ingester asks whether it caught up.
 const catchUpStep = 100 * time.Millisecond
+
+// A caught-up ingester probes its consumer every probeEvery catch-up steps
+// (1 s); probeStalled probes in a row that find it stalled mark it behind.
+const (
+	probeEvery   = 10
+	probeStalled = 2
+)
+
+// probeLive asks the server about the consumer of a caught-up ingester.
+// The ordered consumer notices a dead node, a lost consumer or a stalled
+// delivery only when its heartbeats stop (seconds), and meanwhile the
+// ingester would say it is caught up while events go unapplied: Checks
+// would be judged on a transcript missing them (a new call refused as
+// unknown, an old one judged without its latest words). Two probes in a
+// row (about 2 s) that get no answer, or that find events pending or
+// delivered yet nothing applied since the last, mark it behind
+// (Resync), saying why; catching up again clears it.
+func (in *StreamIngester) probeLive(ctx context.Context) {
+	in.mu.Lock()
+	cons := in.consumer
+	in.mu.Unlock()
+	if cons == nil {
+		return
+	}
+	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	info, err := cons.Info(ictx)
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	applied := in.applied.Load()
+	why := ""
+	switch {
+	case err != nil:
+		in.probeFails++
+		in.probeStill = 0
+		if in.probeFails >= probeStalled {
+			why = "the transcript stream's consumer does not answer (" + err.Error() + "); events may not be reaching this replica"
+		}
+	case (info.NumPending > 0 || info.Delivered.Stream > applied) && applied == in.probeApplied:
+		in.probeFails = 0
+		in.probeStill++
+		if in.probeStill >= probeStalled {
+			why = "the transcript stream's consumer is stalled: " + strconv.FormatUint(info.NumPending, 10) + " events pending and stream sequence " +
+				strconv.FormatUint(info.Delivered.Stream, 10) + " delivered, but nothing applied after " + strconv.FormatUint(applied, 10)
+		}
+	default:
+		in.probeFails, in.probeStill = 0, 0
+	}
+	in.probeApplied = applied
+	if why != "" {
+		in.probeFails, in.probeStill = 0, 0
+		in.stalled.Store(&why)
+		in.log.Warn("transcript stream consumer stalled; every Check is refused until it catches up", zap.String("why", why))
+		in.Resync()
+	}
+}
 
 func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
 	in.mu.Lock()
@@ -274,6 +359,7 @@ func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
 
 func (in *StreamIngester) markCaughtUp() {
 	if !in.caughtUp.Swap(true) {
+		in.stalled.Store(nil)
 		in.log.Info("caught up with the transcript stream", zap.Uint64("stream_seq", in.applied.Load()))
 		in.onChange()
 	}
@@ -285,6 +371,12 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 		return
 	}
 	seq := meta.Sequence.Stream
+	if in.beforeHandle != nil {
+		in.beforeHandle(seq)
+	}
+	if prev := in.applied.Load(); prev != 0 && seq > prev+1 {
+		in.discarded(prev+1, seq-1)
+	}
 	ev, err := Decode(in.prefix, msg.Subject(), msg.Data(), in.limits)
 	if err != nil {
 		rejected(in.log, in.m, in.store, in.prefix, msg.Subject(), msg.Data(), err, zap.Uint64("stream_seq", seq))
@@ -300,6 +392,24 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 	if in.nSettling.Load() > 0 {
 		in.wakeSettled(seq)
 	}
+}
+
+// discarded marks every call held uncertain: the stream sequences from
+// first to last were never applied. The stream holds only transcript
+// events, so they were events the stream discarded (its max bytes or max
+// age, a purge) before this replica read them (it was stalled: a VM pause,
+// a partition), and nothing tells which calls they belonged to. A call
+// made after them is not affected: what the stream discarded came before
+// every event of it that is kept.
+func (in *StreamIngester) discarded(first, last uint64) {
+	n := last - first + 1
+	why := fmt.Sprintf("the transcript stream discarded %d events (stream sequences %d to %d) before this replica applied them; nothing tells which calls they belonged to", n, first, last)
+	calls := in.store.MarkLost(why)
+	if in.m != nil {
+		in.m.EventsRejected.WithLabelValues(ReasonStreamDiscarded).Add(float64(n))
+	}
+	in.log.Warn("transcript events discarded by the stream before they were applied; every call held is uncertain until its agent speaks again",
+		zap.Uint64("first_stream_seq", first), zap.Uint64("last_stream_seq", last), zap.Int("calls_uncertain", calls))
 }
 
 // Settle waits, within ctx, until every event of the call that the stream

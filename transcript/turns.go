@@ -57,10 +57,19 @@ func skipped(u *Utterance, skipResponseID string) bool {
 	return skipResponseID != "" && u.Speaker == Agent && u.ResponseID == skipResponseID
 }
 
+// makeTurn joins one speaker's consecutive utterances. The turn is named by
+// the smallest ID of its utterances, the first of them to arrive (IDs count
+// arrivals, or are stream sequences): a late utterance that sorts in front
+// of the turn, or after it, joins it without renaming it, so a caller turn
+// already used as evidence stays used.
 func makeTurn(us []Utterance) Turn {
 	first, last := &us[0], &us[len(us)-1]
+	id := first.ID
+	for i := range us {
+		id = min(id, us[i].ID)
+	}
 	t := Turn{
-		ID:         first.ID,
+		ID:         id,
 		Speaker:    first.Speaker,
 		Utterances: us,
 		StartMS:    first.StartMS,

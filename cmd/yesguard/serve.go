@@ -22,7 +22,7 @@ import (
 // variable.
 var serveFlags = []string{
 	"grpc-addr", "nats-url", "nats-listen", "http-addr", "policy", "locales-dir",
-	"subject-prefix", "decision-log", "log-level", "shutdown-timeout",
+	"subject-prefix", "decision-log", "log-level", "shutdown-timeout", "reconnect-grace",
 	"state", "data-dir", "js-replicas", "transcript-retention", "transcript-max-bytes", "duplicate-window",
 	"decision-retention", "decision-max-bytes", "decisions-per-call",
 	"max-text-bytes", "max-lang-bytes", "max-response-id-bytes", "max-source-bytes", "max-utterances",
@@ -57,6 +57,7 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	fs.StringVar(&cfg.DecisionLog, "decision-log", cfg.DecisionLog, "decision log: stdout, stderr or a `file` appended to")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "operational log `level`: debug, info, warn, error")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "bound on a graceful stop")
+	fs.DurationVar(&cfg.ReconnectGrace, "reconnect-grace", cfg.ReconnectGrace, "after NATS comes back, refuse every Check this long while the publishers reconnect and flush what they buffered (above their reconnect wait; negative: none)")
 	fs.StringVar(&cfg.State, "state", cfg.State, "where the shared state lives: jetstream (replicas on one NATS share it; restarts keep it) or memory (one replica only)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "`dir`ectory of the embedded NATS server's JetStream store")
 	fs.IntVar(&cfg.JSReplicas, "js-replicas", cfg.JSReplicas, "copies the streams and the bucket keep on a JetStream cluster: 1, 3 or 5")
