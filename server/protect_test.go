@@ -224,8 +224,11 @@ func floodAndCheck(t *testing.T, state string) {
 		call := fmt.Sprint("clean-", checks)
 		e.say(call, transcript.Agent, "Shall I submit your appeal now?")
 		e.say(call, transcript.Caller, "Yes, please.")
+		// The widest wait the default policy allows (max_wait): a flood may
+		// delay a Check on a loaded machine, but not starve it.
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		resp, err := e.check(cctx, call, "submit_appeal", map[string]any{"appeal_id": "A-17"})
+		args, _ := structpb.NewStruct(map[string]any{"appeal_id": "A-17"})
+		resp, err := e.client.Check(cctx, &yesguardv1.CheckRequest{CallId: call, Tool: "submit_appeal", Args: args, WaitMs: 3000})
 		cancel()
 		if err != nil {
 			t.Fatalf("%s under the flood: %v (%d flood events sent)", call, err, sent.Load())
