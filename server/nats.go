@@ -49,7 +49,9 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 	// pipeline credential, whoever connects, with the pipeline's rights)
 	// and the guard, in-process only. Nobody else may publish or read
 	// transcripts.
-	s.embedded.Apply(opts)
+	if err := s.embedded.Apply(opts); err != nil {
+		return err
+	}
 	for _, f := range s.nsOpts {
 		f(opts)
 	}
