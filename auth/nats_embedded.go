@@ -26,6 +26,10 @@ const (
 	// default, so a pipeline needs no setting to get its JetStream publish
 	// acks.
 	DefaultPipelineInbox = "_INBOX"
+	// DefaultCLIInbox is the inbox prefix of the yesguard CLI's reads
+	// (replay --call), and of any auditor's client: never the nats
+	// clients' default, which the pipeline may read (_INBOX.>).
+	DefaultCLIInbox = "_INBOX_yesguard_cli"
 	// DefaultPipelineUser is the pipeline's user name.
 	DefaultPipelineUser = "pipeline"
 )
@@ -103,7 +107,7 @@ func (s Subjects) PipelinePermissions() *natsserver.Permissions {
 		Subscribe: &natsserver.SubjectPermission{
 			Allow: []string{s.PipelineInbox + ".>"},
 			// Redundant with Allow; kept so the intent survives an edit.
-			Deny: []string{s.TranscriptPrefix + ".>", s.DecisionsPrefix + ".>", s.GuardInbox + ".>"},
+			Deny: []string{s.TranscriptPrefix + ".>", s.DecisionsPrefix + ".>", s.GuardInbox + ".>", DefaultCLIInbox + ".>"},
 		},
 	}
 }
