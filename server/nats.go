@@ -122,6 +122,7 @@ func (s *Server) natsOptions() []nats.Option {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(natsReconnectWait),
 		nats.ConnectHandler(func(nc *nats.Conn) {
+			s.warnOpenNATS(nc) // first: a test waits for the next line
 			s.log.Info("NATS connected", zap.String("url", nc.ConnectedUrlRedacted()))
 			s.updateFeedHealth()
 		}),
@@ -138,6 +139,7 @@ func (s *Server) natsOptions() []nats.Option {
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.metrics.reconnects.Inc()
 			s.log.Info("NATS reconnected", zap.String("url", nc.ConnectedUrlRedacted()))
+			s.warnOpenNATS(nc) // perhaps another server of the cluster
 			s.resync()
 			s.updateFeedHealth()
 		}),
@@ -160,6 +162,22 @@ func (s *Server) natsOptions() []nats.Option {
 			s.ncClosedOnce.Do(func() { close(s.ncClosed) })
 		}),
 	}, s.natsAuth...)
+}
+
+// warnOpenNATS logs an error, on every connect to an external server,
+// when that server asks no client for credentials (its INFO says
+// auth_required false): then anyone who reaches it can publish a caller's
+// "yes", read every call, and delete the guard's streams and keys. The
+// embedded server always has users (auth.EmbeddedNATS). It warns rather
+// than refuses: a developer's local nats-server -js is a fair test bed.
+func (s *Server) warnOpenNATS(nc *nats.Conn) {
+	if s.ns != nil || nc.AuthRequired() {
+		return
+	}
+	s.log.Error("the NATS server lets any client in without credentials: anyone who can reach it can speak for the caller, "+
+		"read every call and delete the guard's state; give it the accounts and users of docs/security.md "+
+		"(\"NATS: an external server\") and yesguard --nats-user/--nats-password-file, --nats-creds or --nats-nkey",
+		zap.String("url", nc.ConnectedUrlRedacted()))
 }
 
 // redactedError is err as a log field, with any URL's credentials hidden
