@@ -88,7 +88,25 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 		}
 	}
 	s.natsURL = clientURL(ns.Addr())
+	s.warnEmbeddedPlaintext()
 	return nil
+}
+
+// warnEmbeddedPlaintext warns when the embedded server listens beyond the
+// loopback: it has no TLS, so the pipeline's password (an nkey sends
+// none) and every transcript cross the network in clear. The embedded
+// server is for one host or a container beside the pipeline; across a
+// network, an external nats-server with TLS (--nats-url tls://...,
+// --nats-tls-*) is the one TLS setup to keep, rather than a second one
+// here.
+func (s *Server) warnEmbeddedPlaintext() {
+	if auth.IsLoopbackTarget(s.cfg.NATSListen) {
+		return
+	}
+	s.log.Warn("the embedded NATS server listens beyond the loopback without TLS: the pipeline's password and every transcript "+
+		"travel in clear. Keep it on a network only the guard and the pipeline share (a container network, a host-only bridge), "+
+		"or use an external NATS server with TLS (docs/security.md)",
+		zap.String("nats_listen", s.cfg.NATSListen))
 }
 
 // clientURL is the URL a local client reaches addr at: an unspecified host

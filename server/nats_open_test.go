@@ -63,3 +63,31 @@ func TestServeWarnsOfAnOpenNATS(t *testing.T) {
 		})
 	}
 }
+
+// F9 of the security red team: the embedded server has no TLS, and the
+// image listens on every interface, with no word about it. Beyond the
+// loopback, start-up warns; on the loopback it does not.
+func TestEmbeddedNATSWarnsOfPlaintextBeyondLoopback(t *testing.T) {
+	for listen, warn := range map[string]bool{"0.0.0.0:0": true, "127.0.0.1:0": false} {
+		t.Run(listen, func(t *testing.T) {
+			core, logs := observer.New(zapcore.InfoLevel)
+			srv, err := New(Config{GRPCAddr: "127.0.0.1:0", NATSListen: listen, NATSPipelinePassword: "a-long-random-pipeline-password",
+				DataDir: t.TempDir(), ShutdownTimeout: 10 * time.Second}, WithLogger(zap.New(core)), WithDecisionSink(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				defer cancel()
+				_ = srv.Stop(ctx)
+			})
+			// Start returns after the embedded server is up and checked.
+			if got := logs.FilterMessageSnippet("without TLS").Len() > 0; got != warn {
+				t.Fatalf("warned %v, want %v", got, warn)
+			}
+		})
+	}
+}
