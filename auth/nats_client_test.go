@@ -67,6 +67,13 @@ func TestExternalNATSConfigOnARealServer(t *testing.T) {
 	pipe := mustConnect(t, url, clientOpts(DefaultPipelineUser, testPassword, "")...)
 	assertTranscriptsPrivate(t, guard, pipe)
 	assertJetStream(t, guard, pipe)
+	// A fresh server: assertJetStream made streams of its own.
+	ns2 := startConfigured(t, ExternalNATSConfig(Subjects{})+
+		"host: 127.0.0.1\nport: -1\njetstream { store_dir: \""+t.TempDir()+"\" }\n")
+	url = ns2.ClientURL()
+	assertAcksReachNoGuardState(t,
+		mustConnect(t, url, clientOpts("yesguard", guardPassword, DefaultGuardInbox)...),
+		mustConnect(t, url, clientOpts(DefaultPipelineUser, testPassword, "")...))
 }
 
 func TestSecurityDocHoldsTheExternalConfig(t *testing.T) {

@@ -26,6 +26,10 @@ const (
 	// default, so a pipeline needs no setting to get its JetStream publish
 	// acks.
 	DefaultPipelineInbox = "_INBOX"
+	// DefaultCLIInbox is the inbox prefix of the yesguard CLI's reads
+	// (replay --call), and of any auditor's client: never the nats
+	// clients' default, which the pipeline may read (_INBOX.>).
+	DefaultCLIInbox = "_INBOX_yesguard_cli"
 	// DefaultPipelineUser is the pipeline's user name.
 	DefaultPipelineUser = "pipeline"
 )
@@ -103,7 +107,7 @@ func (s Subjects) PipelinePermissions() *natsserver.Permissions {
 		Subscribe: &natsserver.SubjectPermission{
 			Allow: []string{s.PipelineInbox + ".>"},
 			// Redundant with Allow; kept so the intent survives an edit.
-			Deny: []string{s.TranscriptPrefix + ".>", s.DecisionsPrefix + ".>", s.GuardInbox + ".>"},
+			Deny: []string{s.TranscriptPrefix + ".>", s.DecisionsPrefix + ".>", s.GuardInbox + ".>", DefaultCLIInbox + ".>"},
 		},
 	}
 }
@@ -282,32 +286,107 @@ func (e *EmbeddedNATS) PipelineUser() string {
 	return anonymousUser
 }
 
-// Apply writes the users into a nats-server's options, replacing any
-// there: the pipeline (or, without a credential, the user a client with
-// no credentials becomes) and the guard, which may connect in-process
-// only, so its nkey is worth nothing over the network.
-func (e *EmbeddedNATS) Apply(o *natsserver.Options) {
-	pipe := e.subjects.PipelinePermissions()
-	o.Users, o.Nkeys, o.NoAuthUser = nil, nil, ""
+// The embedded server's two accounts (and an external server's, as
+// docs/security.md recommends). An account is NATS's unit of isolation:
+// a subject, a stream or a KV key in one is unreachable from another
+// unless exported.
+//
+//   - GuardAccount holds the guard's user and all of its JetStream state:
+//     the transcript stream, the decision stream, the KV buckets (state,
+//     approvals ledger). It exports <TranscriptPrefix>.> as a service to
+//     PipelineAccount only.
+//   - PipelineAccount holds the pipeline's user and nothing else: no
+//     JetStream, no stream, no bucket. It imports that service, so a
+//     transcript it publishes lands in the guard's account, where the
+//     transcript stream stores it.
+//
+// Why a service and not a stream export: NATS checks no permission on a
+// message's reply subject, and JetStream publishes its PubAck to that
+// subject from inside the stream's account. Across a service import the
+// server replaces the reply by one of its own making (_R_.…) in the
+// exporting account and routes the answer back to the original reply in
+// the importer's account. So whatever reply the pipeline names, the ack
+// is delivered in PipelineAccount, where there is nothing to write to:
+// it cannot land on a decision subject, a $KV key or $JS.API of the
+// guard's account. This holds by construction, not by the JetStream API's
+// strict decoding of requests.
+const (
+	GuardAccount    = "YESGUARD"
+	PipelineAccount = "YESGUARD_PIPELINE"
+)
+
+// accountsConf is the nats-server configuration of the two accounts, with
+// users (already written as configuration text) in each.
+func (s Subjects) accountsConf(guardUsers, pipelineUsers string) string {
+	s = s.withDefaults()
+	transcripts := `"` + s.TranscriptPrefix + `.>"`
+	var b strings.Builder
+	b.WriteString("accounts {\n")
+	b.WriteString("  # The guard's account: its streams and KV buckets live here and nowhere\n")
+	b.WriteString("  # else. Transcripts enter it only through the service export below.\n")
+	b.WriteString("  " + GuardAccount + " {\n    jetstream: enabled\n")
+	b.WriteString("    exports: [ { service: " + transcripts + ", accounts: [" + PipelineAccount + "] } ]\n")
+	if guardUsers != "" {
+		b.WriteString("    users: [\n" + guardUsers + "    ]\n")
+	}
+	b.WriteString("  }\n")
+	b.WriteString("  # The pipeline's account: no JetStream, nothing of the guard's. A\n")
+	b.WriteString("  # transcript published here goes to the guard's account as a service\n")
+	b.WriteString("  # request, so its JetStream ack comes back here, whatever its reply\n")
+	b.WriteString("  # subject names.\n")
+	b.WriteString("  " + PipelineAccount + " {\n")
+	b.WriteString("    imports: [ { service: { account: " + GuardAccount + ", subject: " + transcripts + " } } ]\n")
+	if pipelineUsers != "" {
+		b.WriteString("    users: [\n" + pipelineUsers + "    ]\n")
+	}
+	b.WriteString("  }\n}\n")
+	return b.String()
+}
+
+// Apply writes the accounts and users into a nats-server's options,
+// replacing any there: the pipeline (or, without a credential, the user a
+// client with no credentials becomes) in PipelineAccount, and the guard,
+// which may connect in-process only, so its nkey is worth nothing over the
+// network, in GuardAccount.
+func (e *EmbeddedNATS) Apply(o *natsserver.Options) error {
+	o.Users, o.Nkeys, o.NoAuthUser, o.Accounts = nil, nil, "", nil
 	o.Username, o.Password, o.Authorization = "", "", ""
+	if err := o.ProcessConfigString(e.subjects.accountsConf("", "")); err != nil {
+		return fmt.Errorf("embedded NATS accounts: %w", err)
+	}
+	var guardAcc, pipeAcc *natsserver.Account
+	for _, a := range o.Accounts {
+		switch a.Name {
+		case GuardAccount:
+			guardAcc = a
+		case PipelineAccount:
+			pipeAcc = a
+		}
+	}
+	if guardAcc == nil || pipeAcc == nil {
+		return errors.New("embedded NATS accounts: the configuration lacks an account")
+	}
+	pipe := e.subjects.PipelinePermissions()
 	switch {
 	case e.nkey != "":
-		o.Nkeys = append(o.Nkeys, &natsserver.NkeyUser{Nkey: e.nkey, Permissions: pipe})
+		o.Nkeys = append(o.Nkeys, &natsserver.NkeyUser{Nkey: e.nkey, Permissions: pipe, Account: pipeAcc})
 	case e.password != "":
-		o.Users = append(o.Users, &natsserver.User{Username: e.pipelineUser, Password: e.password, Permissions: pipe})
+		o.Users = append(o.Users, &natsserver.User{Username: e.pipelineUser, Password: e.password, Permissions: pipe, Account: pipeAcc})
 	default:
 		// nats-server wants a password on every user; nobody is told this
 		// one, and NoAuthUser is how a client becomes this user.
 		// Plaintext: NoAuthUser logs in with the user's own password,
 		// which a bcrypt hash would not match.
-		o.Users = append(o.Users, &natsserver.User{Username: anonymousUser, Password: rand.Text(), Permissions: pipe})
+		o.Users = append(o.Users, &natsserver.User{Username: anonymousUser, Password: rand.Text(), Permissions: pipe, Account: pipeAcc})
 		o.NoAuthUser = anonymousUser
 	}
 	o.Nkeys = append(o.Nkeys, &natsserver.NkeyUser{
 		Nkey:                   e.guardPub,
 		Permissions:            e.subjects.GuardPermissions(),
+		Account:                guardAcc,
 		AllowedConnectionTypes: map[string]struct{}{jwt.ConnectionTypeInProcess: {}},
 	})
+	return nil
 }
 
 // GuardOptions are the guard connection's options: its nkey and its
@@ -324,26 +403,22 @@ func (e *EmbeddedNATS) GuardOptions() []nats.Option {
 func (e *EmbeddedNATS) Subjects() Subjects { return e.subjects }
 
 // ExternalNATSConfig is the nats-server configuration docs/security.md
-// recommends for an external server: an account of yesguard's own with
-// JetStream, holding the pipeline's user and the guard's, with the same
-// permissions the embedded server gives them. Passwords come from the
-// server's environment ($YESGUARD_PIPELINE_PASSWORD,
-// $YESGUARD_GUARD_PASSWORD); nkeys or JWTs (an operator setup) carry the
-// same permissions.
+// recommends for an external server: the embedded server's two accounts
+// (see GuardAccount), the guard's user in the one with JetStream and the
+// pipeline's in the other, with the same permissions the embedded server
+// gives them. Passwords come from the server's environment
+// ($YESGUARD_PIPELINE_PASSWORD, $YESGUARD_GUARD_PASSWORD); nkeys or JWTs
+// (an operator setup) carry the same permissions.
 func ExternalNATSConfig(s Subjects) string {
 	s = s.withDefaults()
-	var b strings.Builder
-	b.WriteString("# yesguard's own account: only its streams and KV buckets live here, so\n")
-	b.WriteString("# the guard's JetStream permissions reach nothing else.\n")
-	b.WriteString("accounts {\n  YESGUARD {\n    jetstream: enabled\n    users: [\n")
-	b.WriteString("      # The voice pipeline: publishes transcripts; reads only its own inbox\n")
-	b.WriteString("      # (where JetStream publish acks arrive).\n")
-	writeConfUser(&b, DefaultPipelineUser, "$YESGUARD_PIPELINE_PASSWORD", s.PipelinePermissions())
-	b.WriteString("      # yesguard: reads transcripts; writes decisions; JetStream and KV,\n")
-	b.WriteString("      # with replies under its own inbox (" + s.GuardInbox + ").\n")
-	writeConfUser(&b, "yesguard", "$YESGUARD_GUARD_PASSWORD", s.GuardPermissions())
-	b.WriteString("    ]\n  }\n}\n")
-	return b.String()
+	var guard, pipe strings.Builder
+	guard.WriteString("      # yesguard: reads transcripts; writes decisions; JetStream and KV,\n")
+	guard.WriteString("      # with replies under its own inbox (" + s.GuardInbox + ").\n")
+	writeConfUser(&guard, "yesguard", "$YESGUARD_GUARD_PASSWORD", s.GuardPermissions())
+	pipe.WriteString("      # The voice pipeline: publishes transcripts; reads only its own inbox\n")
+	pipe.WriteString("      # (where JetStream publish acks arrive).\n")
+	writeConfUser(&pipe, DefaultPipelineUser, "$YESGUARD_PIPELINE_PASSWORD", s.PipelinePermissions())
+	return s.accountsConf(guard.String(), pipe.String())
 }
 
 func writeConfUser(b *strings.Builder, user, password string, p *natsserver.Permissions) {

@@ -33,7 +33,9 @@ func startEmbedded(t *testing.T, e *EmbeddedNATS) *natsserver.Server {
 		JetStream:  true,
 		StoreDir:   t.TempDir(),
 	}
-	e.Apply(opts)
+	if err := e.Apply(opts); err != nil {
+		t.Fatal(err)
+	}
 	ns, err := natsserver.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -425,5 +427,102 @@ func TestEmbeddedNATSConfigErrors(t *testing.T) {
 				t.Fatalf("the error quotes a secret: %v", err)
 			}
 		})
+	}
+}
+
+// F1 of the security red team: NATS checks no permission on a message's
+// reply subject, and JetStream publishes its PubAck there from inside the
+// stream's account. The pipeline's acks must reach none of the guard's
+// state, by construction: the guard's streams and bucket live in an
+// account the pipeline's messages reach only as a service import, whose
+// replies the server maps to a subject of its own making.
+func TestEmbeddedNATSAckReplyReachesNoGuardState(t *testing.T) {
+	for name, src := range map[string]PipelineSource{
+		"password":          {Password: testPassword},
+		"loopback, no auth": {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEmbedded(t, src)
+			ns := startEmbedded(t, e)
+			var opts []nats.Option
+			if src.Password != "" {
+				opts = append(opts, nats.UserInfo(DefaultPipelineUser, testPassword))
+			}
+			assertAcksReachNoGuardState(t, guardConn(t, ns, e), mustConnect(t, ns.ClientURL(), opts...))
+		})
+	}
+}
+
+// assertAcksReachNoGuardState makes the guard's state (a transcript stream,
+// a decision record, a KV key), then has the pipeline publish transcripts
+// whose reply subjects name that state, and checks that nothing changed.
+func assertAcksReachNoGuardState(t *testing.T, guard, pipe *conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	gjs, err := jetstream.New(guard.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gjs.CreateStream(ctx, jetstream.StreamConfig{Name: "YESGUARD_TRANSCRIPT", Subjects: []string{DefaultTranscriptPrefix + ".>"}}); err != nil {
+		t.Fatalf("guard: create transcript stream: %v", err)
+	}
+	decisions, err := gjs.CreateStream(ctx, jetstream.StreamConfig{Name: "YESGUARD_DECISIONS", Subjects: []string{DefaultDecisionsPrefix + ".>"}})
+	if err != nil {
+		t.Fatalf("guard: create decisions stream: %v", err)
+	}
+	kv, err := gjs.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "yesguard_state"})
+	if err != nil {
+		t.Fatalf("guard: create KV bucket: %v", err)
+	}
+	record := DefaultDecisionsPrefix + ".call-1"
+	if _, err := gjs.Publish(ctx, record, []byte(`{"decision_id":"d1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := kv.Put(ctx, "r.held", []byte("held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The attack: transcripts whose acks would be stored as a decision
+	// record, a KV value (an existing key and a new one), or sent as a
+	// JetStream API request.
+	targets := []string{record, "$KV.yesguard_state.r.held", "$KV.yesguard_state.r.new",
+		"$JS.API.STREAM.PURGE.YESGUARD_DECISIONS", "$JS.API.STREAM.DELETE.YESGUARD_DECISIONS"}
+	for _, reply := range targets {
+		if err := pipe.PublishMsg(&nats.Msg{Subject: transcript, Reply: reply, Data: []byte(`{"text":"x"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Barriers. The stream acks in order, so once the pipeline's own acked
+	// publish is acknowledged every ack above has been sent; the guard's
+	// acked writes to the decision stream and the bucket then queue behind
+	// anything those acks put there.
+	pjs, err := jetstream.New(pipe.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pjs.Publish(ctx, transcript, []byte(`{"text":"barrier"}`)); err != nil {
+		t.Fatalf("pipeline: acked publish: %v", err)
+	}
+	if _, err := gjs.Publish(ctx, record, []byte(`{"decision_id":"d2"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "barrier", []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+
+	info, err := decisions.Info(ctx, jetstream.WithSubjectFilter(record))
+	if err != nil {
+		t.Fatalf("the decision stream: %v", err)
+	}
+	if got := info.State.Subjects[record]; got != 2 {
+		t.Errorf("%s holds %d messages, want the guard's 2: the pipeline's acks were stored there", record, got)
+	}
+	if e, err := kv.Get(ctx, "r.held"); err != nil || string(e.Value()) != "held" || e.Revision() != rev {
+		t.Errorf("KV r.held changed: %v %v", e, err)
+	}
+	if e, err := kv.Get(ctx, "r.new"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("KV r.new written by the pipeline's ack: %v %v", e, err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/yesguard/yesguard/auth"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/server"
 )
@@ -50,8 +51,9 @@ tools:
     confirm: false
 `
 
-// The bench's NATS user on the in-process guard's embedded server: no
-// permissions set, so it may publish and subscribe anywhere.
+// The bench's NATS user on the in-process guard's embedded server: in the
+// guard's account, with no permissions set, so it may publish and
+// subscribe anywhere there.
 const (
 	benchUser     = "bench"
 	benchPassword = "bench-only-password-not-a-secret"
@@ -120,7 +122,14 @@ func startTarget(ctx context.Context, cfg config) (*target, error) {
 		// The bench's own NATS user: the pipeline may not subscribe, and
 		// the bare subscriber (the floor) must.
 		server.WithEmbeddedNATSOptions(func(o *natsserver.Options) {
-			o.Users = append(o.Users, &natsserver.User{Username: benchUser, Password: benchPassword})
+			// In the guard's account, where the transcripts are.
+			u := &natsserver.User{Username: benchUser, Password: benchPassword}
+			for _, a := range o.Accounts {
+				if a.Name == auth.GuardAccount {
+					u.Account = a
+				}
+			}
+			o.Users = append(o.Users, u)
 		}))
 	if err != nil {
 		_ = os.RemoveAll(dir)

@@ -69,8 +69,8 @@ func TestCompose(t *testing.T) {
 	}
 
 	nats := c.Services["nats"]
-	if !strings.HasPrefix(nats.Image, "nats:2") || !slices.Contains(nats.Command, "-js") {
-		t.Errorf("nats: image %q command %q, want nats:2 with -js (JetStream)", nats.Image, nats.Command)
+	if conf, _ := flagValue(nats.Command, "-c"); !strings.HasPrefix(nats.Image, "nats:2") || mountSource(t, nats.Volumes, conf) != "./nats.conf" {
+		t.Errorf("nats: image %q command %q, want nats:2 with -c and the mounted ./nats.conf", nats.Image, nats.Command)
 	}
 
 	yg := c.Services["yesguard"]
@@ -84,9 +84,11 @@ func TestCompose(t *testing.T) {
 		t.Errorf("yesguard: build context %q is not the module root: %v", yg.Build.Context, err)
 	}
 	for flag, want := range map[string]string{
-		"--nats-url":  "nats://nats:4222",
-		"--grpc-addr": "0.0.0.0:50051",
-		"--http-addr": "0.0.0.0:9090",
+		"--nats-url":           "nats://nats:4222",
+		"--nats-user":          "yesguard",
+		"--nats-password-file": "/run/secrets/nats-guard.pw",
+		"--grpc-addr":          "0.0.0.0:50051",
+		"--http-addr":          "0.0.0.0:9090",
 	} {
 		if got, _ := flagValue(yg.Command, flag); got != want {
 			t.Errorf("yesguard: %s = %q, want %q", flag, got, want)
@@ -103,6 +105,13 @@ func TestCompose(t *testing.T) {
 			if !strings.HasPrefix(src, ".") && !strings.HasPrefix(src, "/") {
 				if _, ok := c.Volumes[src]; !ok {
 					t.Errorf("%s: named volume %q not declared", name, src)
+				}
+				continue
+			}
+			if secret, ok := strings.CutPrefix(src, "./secrets/"); ok {
+				// Made by secrets.sh, not committed: TestComposeNATSAuth.
+				if !slices.Contains(composeSecrets, secret) {
+					t.Errorf("%s: mounts %s, which secrets.sh does not make", name, src)
 				}
 				continue
 			}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -44,6 +45,11 @@ type Target struct {
 	// with that moment: the guard cannot have it earlier (yesguard probe
 	// --record writes a recording for yesguard replay from it).
 	Record func(ev transcript.Event, at time.Time)
+	// Acked publishes each event with JetStream and waits for its ack
+	// (PublishAcked); without, a core publish and a flush, which the
+	// server may drop silently under load. The guard's memory state has
+	// no stream, so nothing acks there.
+	Acked bool
 }
 
 // Result is one probe's verdict.
@@ -191,6 +197,13 @@ func (r *runner) say(call string, sp transcript.Speaker, text string) error {
 	}
 	if r.t.Record != nil {
 		r.t.Record(ev, time.Now())
+	}
+	if r.t.Acked {
+		js, err := jetstream.New(r.t.NATS)
+		if err != nil {
+			return err
+		}
+		return PublishAcked(context.Background(), js, r.t.Prefix, ev)
 	}
 	return Publish(r.t.NATS, r.t.Prefix, ev)
 }

@@ -49,7 +49,9 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 	// pipeline credential, whoever connects, with the pipeline's rights)
 	// and the guard, in-process only. Nobody else may publish or read
 	// transcripts.
-	s.embedded.Apply(opts)
+	if err := s.embedded.Apply(opts); err != nil {
+		return err
+	}
 	for _, f := range s.nsOpts {
 		f(opts)
 	}
@@ -86,7 +88,25 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 		}
 	}
 	s.natsURL = clientURL(ns.Addr())
+	s.warnEmbeddedPlaintext()
 	return nil
+}
+
+// warnEmbeddedPlaintext warns when the embedded server listens beyond the
+// loopback: it has no TLS, so the pipeline's password (an nkey sends
+// none) and every transcript cross the network in clear. The embedded
+// server is for one host or a container beside the pipeline; across a
+// network, an external nats-server with TLS (--nats-url tls://...,
+// --nats-tls-*) is the one TLS setup to keep, rather than a second one
+// here.
+func (s *Server) warnEmbeddedPlaintext() {
+	if auth.IsLoopbackTarget(s.cfg.NATSListen) {
+		return
+	}
+	s.log.Warn("the embedded NATS server listens beyond the loopback without TLS: the pipeline's password and every transcript "+
+		"travel in clear. Keep it on a network only the guard and the pipeline share (a container network, a host-only bridge), "+
+		"or use an external NATS server with TLS (docs/security.md)",
+		zap.String("nats_listen", s.cfg.NATSListen))
 }
 
 // clientURL is the URL a local client reaches addr at: an unspecified host
@@ -120,6 +140,7 @@ func (s *Server) natsOptions() []nats.Option {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(natsReconnectWait),
 		nats.ConnectHandler(func(nc *nats.Conn) {
+			s.warnOpenNATS(nc) // first: a test waits for the next line
 			s.log.Info("NATS connected", zap.String("url", nc.ConnectedUrlRedacted()))
 			if s.graceOnConnect.Load() {
 				s.startGrace("NATS became reachable after the guard started")
@@ -140,6 +161,7 @@ func (s *Server) natsOptions() []nats.Option {
 			s.metrics.reconnects.Inc()
 			s.log.Info("NATS reconnected", zap.String("url", nc.ConnectedUrlRedacted()))
 			s.startGrace("NATS reconnected")
+			s.warnOpenNATS(nc) // perhaps another server of the cluster
 			s.resync()
 			s.updateFeedHealth()
 		}),
@@ -162,6 +184,22 @@ func (s *Server) natsOptions() []nats.Option {
 			s.ncClosedOnce.Do(func() { close(s.ncClosed) })
 		}),
 	}, s.natsAuth...)
+}
+
+// warnOpenNATS logs an error, on every connect to an external server,
+// when that server asks no client for credentials (its INFO says
+// auth_required false): then anyone who reaches it can publish a caller's
+// "yes", read every call, and delete the guard's streams and keys. The
+// embedded server always has users (auth.EmbeddedNATS). It warns rather
+// than refuses: a developer's local nats-server -js is a fair test bed.
+func (s *Server) warnOpenNATS(nc *nats.Conn) {
+	if s.ns != nil || nc.AuthRequired() {
+		return
+	}
+	s.log.Error("the NATS server lets any client in without credentials: anyone who can reach it can speak for the caller, "+
+		"read every call and delete the guard's state; give it the accounts and users of docs/security.md "+
+		"(\"NATS: an external server\") and yesguard --nats-user/--nats-password-file, --nats-creds or --nats-nkey",
+		zap.String("url", nc.ConnectedUrlRedacted()))
 }
 
 // redactedError is err as a log field, with any URL's credentials hidden

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/yesguard/yesguard/internal/natstest"
 	"github.com/yesguard/yesguard/probe"
@@ -91,6 +92,7 @@ func TestSay(t *testing.T) {
 	// Its own NATS server: on the guard's embedded one nobody but the
 	// guard may read transcripts (TestEmbeddedNATSPermissions).
 	ns := natstest.JetStream(t)
+	transcriptStream(t, ns.ClientURL(), jetstream.StreamConfig{})
 	events := subscribe(t, ns.ClientURL())
 	vars := map[string]string{"YESGUARD_NATS_URL": ns.ClientURL()}
 
@@ -129,6 +131,43 @@ func TestSay(t *testing.T) {
 	if ev := next(t, events); ev.Text != "-1 is my answer" {
 		t.Errorf("text %q", ev.Text)
 	}
+}
+
+// transcriptStream makes the guard's transcript stream (cfg's other
+// settings) on the server at url.
+func transcriptStream(t *testing.T, url string, cfg jetstream.StreamConfig) jetstream.Stream {
+	t.Helper()
+	_, js := natstest.Connect(t, url)
+	cfg.Name, cfg.Subjects = "YESGUARD_TRANSCRIPT", []string{server.DefaultSubjectPrefix + ".>"}
+	st, err := js.CreateStream(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// F12 of the security red team: under a flood the server dropped a core
+// publish at the stream's ingest queue without a word, and a caller's
+// "No, wait" was lost, so the yes before it was allowed. yesguard say now
+// waits for the stream's ack. A stream that will store nothing more
+// (DiscardNew, full) stands for the drop, deterministically: say reports
+// the event lost and exits 1; --no-ack (the old way) says it was sent.
+// And when say returns 0, the stream holds the event already.
+func TestSayWaitsForTheStreamsAck(t *testing.T) {
+	ns := natstest.JetStream(t)
+	vars := map[string]string{"YESGUARD_NATS_URL": ns.ClientURL()}
+	st := transcriptStream(t, ns.ClientURL(), jetstream.StreamConfig{MaxMsgs: 1, Discard: jetstream.DiscardNew})
+
+	runCmd(t, vars, "say", "call-1", "caller", "Yes.").expect(t, exitOK)
+	info, err := st.Info(context.Background())
+	if err != nil || info.State.Msgs != 1 {
+		t.Fatalf("after say returned, the stream holds %v messages (%v), want 1", info.State.Msgs, err)
+	}
+	r := runCmd(t, vars, "say", "call-1", "caller", "No, wait.")
+	if r.code != exitError || !strings.Contains(r.stderr, "maximum messages exceeded") {
+		t.Fatalf("say of an event the stream refused: exit %d, stderr %q; want exit 1 naming the refusal", r.code, r.stderr)
+	}
+	runCmd(t, vars, "say", "--no-ack", "call-1", "caller", "No, wait.").expect(t, exitOK, "call-1: caller")
 }
 
 func TestClientUsageErrors(t *testing.T) {

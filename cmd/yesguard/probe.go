@@ -27,6 +27,7 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 	lag := fs.Duration("lag", 300*time.Millisecond, "how long after each Check the caller's answer is published")
 	checkTimeout := fs.Duration("check-timeout", 5*time.Second, "each Check's deadline")
 	callPrefix := fs.String("call-prefix", "", "`prefix` of the probe calls' ids; default probe-<unix ms>")
+	noAck := fs.Bool("no-ack", false, "publish with core NATS and a flush, without JetStream's ack (which the server may drop silently under load)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up on the whole run after this long")
 	record := fs.String("record", "", "write the run's events and decision records to this JSONL `file`, for yesguard replay")
 	if _, err := c.parse(fs, args, e, 0, 0); err != nil {
@@ -73,7 +74,7 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 
 	t := probe.Target{
 		Guard: guard, NATS: nc, Prefix: c.subjectPrefix,
-		Lag: *lag, CheckTimeout: *checkTimeout, CallPrefix: *callPrefix,
+		Lag: *lag, CheckTimeout: *checkTimeout, CallPrefix: *callPrefix, Acked: !*noAck,
 	}
 	var rec *recorder
 	if *record != "" {

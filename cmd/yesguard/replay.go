@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/probe"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/replay"
@@ -36,6 +37,10 @@ func runReplay(ctx context.Context, args []string, e *env) int {
 	fs.StringVar(&s.DecisionStream, "decision-stream", s.DecisionStream, "JetStream `stream` of the decision records")
 	fs.StringVar(&s.DecisionPrefix, "decision-prefix", s.DecisionPrefix, "decision records are on <`prefix`>.<call_id>")
 	timeout := fs.Duration("timeout", time.Minute, "give up reading the streams after this long")
+	// Not the nats clients' default (_INBOX), which the pipeline's user
+	// may read: what replay reads must reach only replay.
+	fs.StringVar(&c.natsAuth.InboxPrefix, "nats-inbox-prefix", auth.DefaultCLIInbox,
+		"the NATS `prefix` of the replies to this client (its permissions should let only it subscribe there)")
 	pos, err := c.parse(fs, args, e, 0, 1)
 	if err != nil {
 		return usageError(name, err, e)

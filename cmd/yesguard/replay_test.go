@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/yesguard/yesguard/auth"
 )
 
 // TestReplayReproducesAProbeRun: a probe run recorded with --record and
@@ -65,4 +73,75 @@ func TestReplayReproducesAProbeRun(t *testing.T) {
 	}
 	r = runCmd(t, nil, "replay", "--policy", open, "--call", "rp-1", rec)
 	r.expect(t, exitError, "recorded  REFUSE", "now       ALLOW     not_required", "[CHANGED]", "1 changed.")
+}
+
+// F8 of the security red team: replay --call read the guard's streams
+// with the nats clients' default inbox (_INBOX), which the pipeline's user
+// may subscribe to, so the pipeline read whatever an auditor replayed.
+// The CLI's replies now arrive under a prefix of its own. Against a real
+// nats-server with JetStream and one account (the worst case: an auditor
+// sharing the pipeline's account), the pipeline's _INBOX.> gets nothing.
+func TestReplayRepliesAvoidThePipelineInbox(t *testing.T) {
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoLog: true, NoSigs: true, JetStream: true, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	snoop, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snoop.Close()
+	pipelineInbox, err := snoop.SubscribeSync("_INBOX.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliInbox, err := snoop.SubscribeSync(auth.DefaultCLIInbox + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snoop.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The guard's streams, holding the call, so replay's reads (consumer
+	// requests, then fetched messages) all go to its inbox.
+	setup, err := nats.Connect(ns.ClientURL(), nats.CustomInboxPrefix("_INBOX_setup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setup.Close()
+	js, err := jetstream.New(setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for name, subject := range map[string]string{"YESGUARD_TRANSCRIPT": "yesguard.transcript.>", "YESGUARD_DECISIONS": "yesguard.decisions.>"} {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := js.Publish(ctx, "yesguard.transcript.inb-1", []byte(`{"call_id":"inb-1","seq":1,"speaker":"caller","type":"transcript","final":true,"text":"my account number is 99887766"}`)); err != nil {
+		t.Fatal(err)
+	}
+	r := runCmd(t, map[string]string{"YESGUARD_NATS_URL": ns.ClientURL()}, "replay", "--call", "inb-1", "--timeout", "10s")
+	if !strings.Contains(r.stdout+r.stderr, "inb-1") {
+		t.Fatalf("replay --call: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The server queued each reply to both subscriptions at once; the
+	// flush's PONG comes after them.
+	if err := snoop.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := pipelineInbox.Pending(); n != 0 {
+		msg, _ := pipelineInbox.NextMsg(time.Second)
+		t.Fatalf("the pipeline's _INBOX.> read %d of replay's replies, e.g. %s: %s", n, msg.Subject, msg.Data)
+	}
+	if n, _, _ := cliInbox.Pending(); n == 0 {
+		t.Fatalf("no reply reached %s.>: the test saw none of replay's traffic (stderr: %s)", auth.DefaultCLIInbox, r.stderr)
+	}
 }
