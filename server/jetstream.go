@@ -48,6 +48,9 @@ func TranscriptStreamName(prefix string) string {
 // jsSetupStep is the pause between attempts to set up the JetStream state.
 const jsSetupStep = 500 * time.Millisecond
 
+// jsSetupTimeout bounds one attempt to set up the JetStream state.
+const jsSetupTimeout = 20 * time.Second
+
 // errStateNotReady is what the book and the store answer until the
 // JetStream state is set up: the engine refuses, the service answers
 // Unavailable.
@@ -199,7 +202,7 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	actx, cancel := context.WithTimeout(ctx, jsSetupTimeout)
 	defer cancel()
 	c := &s.cfg
 	tstream := TranscriptStreamName(c.SubjectPrefix)
@@ -207,14 +210,19 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	// A message larger than the limits let an event be is refused at the
 	// publish (the publisher's ack says so), never stored.
 	tcfg.MaxMsgSize = int32(min(c.Limits.MaxEventBytes(), 1<<30))
-	if _, err := js.CreateOrUpdateStream(actx, tcfg); err != nil {
-		return fmt.Errorf("transcript stream %s: %w", tstream, err)
+	// Replicas starting together each ensure the objects (jsobjects.go):
+	// no create is trusted to answer.
+	for _, obj := range []jsObject{
+		streamObject(js, tcfg),
+		streamObject(js, decisions.StreamConfig(DecisionStream, decisions.DefaultSubjectPrefix,
+			c.DecisionRetention, c.DecisionMaxBytes, int64(c.DecisionsPerCall), c.JSReplicas)),
+		bucketObject(js, dedupe.BucketConfig(StateBucket, c.JSReplicas)),
+	} {
+		if err := ensure(actx, s.log, obj); err != nil {
+			return err
+		}
 	}
-	if _, err := js.CreateOrUpdateStream(actx, decisions.StreamConfig(DecisionStream, decisions.DefaultSubjectPrefix,
-		c.DecisionRetention, c.DecisionMaxBytes, int64(c.DecisionsPerCall), c.JSReplicas)); err != nil {
-		return fmt.Errorf("decision stream %s: %w", DecisionStream, err)
-	}
-	kv, err := js.CreateOrUpdateKeyValue(actx, dedupe.BucketConfig(StateBucket, c.JSReplicas))
+	kv, err := js.KeyValue(actx, StateBucket)
 	if err != nil {
 		return fmt.Errorf("state bucket %s: %w", StateBucket, err)
 	}
