@@ -15,13 +15,16 @@ import (
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
 
-// DefaultSubjectPrefix: a call's records are on <prefix>.<call_id>.
+// DefaultSubjectPrefix: a call's records are on <prefix>.<call_id>.<class>.
 const DefaultSubjectPrefix = "yesguard.decisions"
 
 // StreamConfig is the decision stream: every replica's records, on
-// <prefix>.<call_id>, kept for maxAge and at most maxBytes in all and
-// perCall per call (the oldest discarded first), with a duplicate window
-// so that a record stored twice (a retried publish) is kept once.
+// <prefix>.<call_id>.a (ALLOW, Complete, Redeem), .x (refusals) and
+// .d.<action> (the repeats of one action), kept for maxAge and at most
+// maxBytes in all, and perCall per subject (the oldest discarded first):
+// so perCall actions and perCall refusals a call, and perCall repeats an
+// action, and no flood of repeats discards an ALLOW. A duplicate window
+// keeps a record stored twice (a retried publish) once.
 func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall int64, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              name,
@@ -145,7 +148,7 @@ func (s *Stream) publish(ctx context.Context, d *yesguardv1.Decision) error {
 	if err != nil {
 		return fmt.Errorf("decisions: encode %s: %w", d.GetDecisionId(), err)
 	}
-	msg := &nats.Msg{Subject: s.prefix + "." + d.GetCallId(), Data: data}
+	msg := &nats.Msg{Subject: s.prefix + "." + d.GetCallId() + "." + subjectSuffix(d), Data: data}
 	if _, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(d.GetDecisionId()), jetstream.WithExpectStream(s.stream)); err != nil {
 		return fmt.Errorf("decisions: store %s: %w", d.GetDecisionId(), err)
 	}
@@ -160,7 +163,7 @@ const listWait = 5 * time.Second
 func (s *Stream) List(ctx context.Context, callID string, size int, token string) ([]*yesguardv1.Decision, string, error) {
 	size = pageSize(size)
 	cfg := jetstream.ConsumerConfig{
-		FilterSubject:     s.prefix + "." + callID,
+		FilterSubjects:    CallSubjects(s.prefix, callID),
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		AckPolicy:         jetstream.AckNonePolicy,
 		InactiveThreshold: time.Minute,
