@@ -57,6 +57,11 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 		// The store survives restarts: a plain `go run ./cmd/yesguard`
 		// keeps its reservations, transcripts and records.
 		opts.JetStream = true
+		l, err := lockDataDir(s.cfg.DataDir) // released by stopNATSServer
+		if err != nil {
+			return err
+		}
+		s.dataDirLock = l
 		opts.StoreDir = filepath.Join(s.cfg.DataDir, "jetstream")
 		if err := os.MkdirAll(opts.StoreDir, 0o700); err != nil {
 			return fmt.Errorf("data_dir: %w", err)
@@ -64,6 +69,9 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 	}
 	ns, err := natsserver.NewServer(opts)
 	if err != nil {
+		if s.dataDirLock != nil {
+			_ = s.dataDirLock.Unlock()
+		}
 		return fmt.Errorf("nats_listen: embedded NATS server: %w", err)
 	}
 	nlog := &natsLogger{log: s.log.Named("nats-server")}
@@ -303,6 +311,9 @@ func (s *Server) stopNATSServer(ctx context.Context) error {
 	go func() {
 		s.ns.Shutdown()
 		s.ns.WaitForShutdown()
+		if s.dataDirLock != nil {
+			_ = s.dataDirLock.Unlock()
+		}
 		close(done)
 	}()
 	select {

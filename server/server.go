@@ -37,6 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gofrs/flock"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -188,6 +189,7 @@ type Server struct {
 
 	// Set by Start.
 	ns           *natsserver.Server
+	dataDirLock  *flock.Flock // the --data-dir's, while ns may use it (datadir.go)
 	nc           atomic.Pointer[nats.Conn]
 	ncClosed     chan struct{} // closed by the connection's closed handler
 	ncClosedOnce sync.Once

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,4 +65,40 @@ func TestStartTogetherOnFreshCluster(t *testing.T) {
 		t.Errorf("a replica had to set up its JetStream state again: %s %v", e.Message, e.ContextMap())
 	}
 	c.waitStreamsCurrent()
+}
+
+// Finding 12: two single binaries on one --data-dir both ran on one
+// JetStream store, and a restart then forgot one's state. The second now
+// does not start, saying why; once the first has stopped, the directory
+// is free again.
+func TestDataDirLocked(t *testing.T) {
+	dir := t.TempDir()
+	embedded := func() *Server {
+		srv, err := New(Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", DataDir: dir, ShutdownTimeout: 10 * time.Second},
+			WithDecisionSink(&captureSink{}), WithLogger(zaptest.NewLogger(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	first := embedded()
+	if err := first.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	second := embedded()
+	err := second.Start(t.Context())
+	if err == nil {
+		stopServer(t, second)
+		stopServer(t, first)
+		t.Fatal("a second guard started on a data dir in use")
+	}
+	if want := fmt.Sprintf("in use by another yesguard (pid %d)", os.Getpid()); !strings.Contains(err.Error(), want) {
+		t.Errorf("second start: %v, want it to say %q", err, want)
+	}
+	stopServer(t, first)
+	third := embedded()
+	if err := third.Start(t.Context()); err != nil {
+		t.Fatalf("the data dir is not free once its guard stopped: %v", err)
+	}
+	stopServer(t, third)
 }
