@@ -2,6 +2,7 @@ package decisions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -48,7 +49,9 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall i
 // A record the stream does not take within Add's context (NATS down, a
 // node lost) is queued and published again, with backoff, until it is
 // stored: at most retryQueue records wait, and one that does not fit is
-// dropped and counted (it is still in the decision log).
+// dropped and counted (it is still in the decision log). While the
+// connection is down, Add queues at once and List and Recent fail at once
+// (ErrUnavailable): no answer waits for a NATS that is not there.
 type Stream struct {
 	js     jetstream.JetStream
 	stream string
@@ -62,6 +65,13 @@ type Stream struct {
 }
 
 var _ Store = (*Stream)(nil)
+
+// ErrUnavailable: the connection to NATS is down, so the stream was not
+// asked.
+var ErrUnavailable = errors.New("decisions: NATS is not connected")
+
+// connected reports whether the stream can be asked now.
+func (s *Stream) connected() bool { return s.js.Conn().IsConnected() }
 
 // retryQueue bounds the records waiting to be stored again.
 const retryQueue = 16384
@@ -105,9 +115,12 @@ func (s *Stream) retrier() {
 			return
 		case d := <-s.retry:
 			for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				err := s.publish(ctx, d)
-				cancel()
+				err := ErrUnavailable
+				if s.connected() {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					err = s.publish(ctx, d)
+					cancel()
+				}
 				if err == nil {
 					s.queued.Add(-1)
 					break
@@ -129,9 +142,11 @@ var recordJSON = protojson.MarshalOptions{UseProtoNames: true}
 // that a Check answered is, as a rule, a Check recorded; otherwise d is
 // queued to be stored again, and Add says so.
 func (s *Stream) Add(ctx context.Context, d *yesguardv1.Decision) error {
-	err := s.publish(ctx, d)
-	if err == nil {
-		return nil
+	err := ErrUnavailable
+	if s.connected() {
+		if err = s.publish(ctx, d); err == nil {
+			return nil
+		}
 	}
 	select {
 	case s.retry <- d:
@@ -162,6 +177,9 @@ const listWait = 5 * time.Second
 // the stream sequence the next page starts at.
 func (s *Stream) List(ctx context.Context, callID string, size int, token string) ([]*yesguardv1.Decision, string, error) {
 	size = pageSize(size)
+	if !s.connected() {
+		return nil, "", ErrUnavailable
+	}
 	cfg := jetstream.ConsumerConfig{
 		FilterSubjects:    CallSubjects(s.prefix, callID),
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
@@ -243,6 +261,9 @@ const (
 func (s *Stream) Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision, error) {
 	if limit <= 0 || limit > recentCalls {
 		limit = recentCalls
+	}
+	if !s.connected() {
+		return nil, ErrUnavailable
 	}
 	st, err := s.js.Stream(ctx, s.stream)
 	if err != nil {

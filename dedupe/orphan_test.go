@@ -2,49 +2,13 @@ package dedupe
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/yesguard/yesguard/internal/natstest"
 )
-
-// restartable is a nats-server on a fixed port and store, stopped and
-// started again by the test.
-type restartable struct {
-	t    *testing.T
-	opts natsserver.Options
-	ns   *natsserver.Server
-}
-
-func startRestartable(t *testing.T) *restartable {
-	r := &restartable{t: t, opts: natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}}
-	r.start()
-	r.opts.Port = r.ns.Addr().(*net.TCPAddr).Port
-	t.Cleanup(r.stop)
-	return r
-}
-
-func (r *restartable) start() {
-	r.t.Helper()
-	opts := r.opts
-	ns, err := natsserver.NewServer(&opts)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		r.t.Fatal("nats-server not ready")
-	}
-	r.ns = ns
-}
-
-func (r *restartable) stop() {
-	r.ns.Shutdown()
-	r.ns.WaitForShutdown()
-}
 
 // Finding 16: NATS goes away while an ALLOW claims its key. The claim
 // fails (the Check is refused), but the client delivers the buffered
@@ -52,19 +16,8 @@ func (r *restartable) stop() {
 // must be released, not held for MaxRunning with every retry a DUPLICATE
 // of an action no one runs.
 func TestKVClaimLostInOutageIsReleased(t *testing.T) {
-	srv := startRestartable(t)
-	down, up := make(chan struct{}, 8), make(chan struct{}, 8)
-	nc, err := nats.Connect(srv.ns.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond),
-		nats.DisconnectErrHandler(func(*nats.Conn, error) { down <- struct{}{} }),
-		nats.ReconnectHandler(func(*nats.Conn) { up <- struct{}{} }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := natstest.StartRestartable(t)
+	_, js, down, up := natstest.ConnectWatched(t, srv.ClientURL())
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, BucketConfig("yesguard_test", 1))
@@ -78,7 +31,7 @@ func TestKVClaimLostInOutageIsReleased(t *testing.T) {
 	t.Cleanup(b.Close)
 	req := kvRequest("refused-1", "orphan-call", 1)
 
-	srv.stop()
+	srv.Stop()
 	<-down
 	actx, acancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	v, _, err := b.Allow(actx, req)
@@ -86,7 +39,7 @@ func TestKVClaimLostInOutageIsReleased(t *testing.T) {
 	if err == nil {
 		t.Fatalf("Allow with NATS away answered %v, want an error", v)
 	}
-	srv.start()
+	srv.Start()
 	<-up
 
 	// The client delivers the buffered create; then it is released: the
@@ -112,7 +65,7 @@ func TestKVClaimLostInOutageIsReleased(t *testing.T) {
 		}
 	}
 	// A retry is allowed, on this replica and on another.
-	other := replicaBook(t, srv.ns.ClientURL())
+	other := replicaBook(t, srv.ClientURL())
 	retry := kvRequest("retry-1", "orphan-call", 2)
 	if v, r, err := other.Allow(ctx, retry); err != nil || v != OK {
 		t.Fatalf("retry after the release: %v %v %v, want OK", v, r, err)

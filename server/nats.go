@@ -127,6 +127,10 @@ func (s *Server) natsOptions() []nats.Option {
 		nats.CustomInboxPrefix(InboxPrefix),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(natsReconnectWait),
+		// No publish is buffered while disconnected: it fails at once (a
+		// record is queued, a claim refused), and none is delivered late,
+		// after its Check was answered (red team findings 16, 17).
+		nats.ReconnectBufSize(-1),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			s.log.Info("NATS connected", zap.String("url", nc.ConnectedUrlRedacted()))
 			s.updateFeedHealth()
