@@ -3,6 +3,8 @@ package decisions
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -38,6 +40,11 @@ func TestStreamFailsFastWhileNATSIsDown(t *testing.T) {
 	}
 	s := NewStream(js, "YG_DECISIONS", DefaultSubjectPrefix)
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	spoolDir := t.TempDir()
+	if _, err := s.OpenSpool(spoolDir); err != nil {
+		t.Fatal(err)
+	}
+	spoolFile := filepath.Join(spoolDir, "decisions-0.spool")
 
 	srv.Stop()
 	<-down
@@ -49,6 +56,9 @@ func TestStreamFailsFastWhileNATSIsDown(t *testing.T) {
 	}
 	if !errors.Is(addErr, ErrUnavailable) || s.Queued() != 1 {
 		t.Errorf("Add while NATS was down: %v, %d queued; want ErrUnavailable and 1 queued", addErr, s.Queued())
+	}
+	if spooled, err := readSpool(spoolFile); err != nil || len(spooled) != 1 || spooled[0].GetDecisionId() != d.GetDecisionId() {
+		t.Errorf("the spool holds %v (%v), want the queued record", spooled, err)
 	}
 	if !answers(func() { _, _, listErr = s.List(context.Background(), "outage", 0, "") }) {
 		t.Fatal("List hung while NATS was down")
@@ -75,5 +85,9 @@ func TestStreamFailsFastWhileNATSIsDown(t *testing.T) {
 	list, _, err := s.List(ctx, "outage", 0, "")
 	if err != nil || len(list) != 1 || list[0].GetDecisionId() != d.GetDecisionId() {
 		t.Fatalf("after the outage: %v, %v; want the queued record", list, err)
+	}
+	// Stored: the spool is emptied.
+	if st, err := os.Stat(spoolFile); err != nil || st.Size() != 0 {
+		t.Errorf("the spool after every record was stored: %v, %v; want it empty", st, err)
 	}
 }

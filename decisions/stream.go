@@ -62,6 +62,9 @@ type Stream struct {
 	done    chan struct{}
 	queued  atomic.Int64
 	dropped atomic.Int64
+
+	// spool keeps the queued records on disk (spool.go); nil: memory only.
+	spool *spool
 }
 
 var _ Store = (*Stream)(nil)
@@ -92,11 +95,13 @@ func (s *Stream) Close(ctx context.Context) error {
 		select {
 		case d := <-s.retry:
 			if err := s.publish(ctx, d); err != nil {
+				s.closeSpool() // they stay in its file, for the next start
 				s.dropped.Add(int64(1 + len(s.retry)))
 				return fmt.Errorf("decisions: %d records not stored: %w", 1+len(s.retry), err)
 			}
-			s.queued.Add(-1)
+			s.stored()
 		default:
+			s.closeSpool()
 			return nil
 		}
 	}
@@ -106,6 +111,20 @@ func (s *Stream) Close(ctx context.Context) error {
 // were given up.
 func (s *Stream) Queued() int64  { return s.queued.Load() }
 func (s *Stream) Dropped() int64 { return s.dropped.Load() }
+
+// stored counts one queued record stored.
+func (s *Stream) stored() {
+	if s.spool != nil {
+		s.spool.stored() // first: Queued 0 means the spool is empty
+	}
+	s.queued.Add(-1)
+}
+
+func (s *Stream) closeSpool() {
+	if s.spool != nil {
+		s.spool.close()
+	}
+}
 
 func (s *Stream) retrier() {
 	defer close(s.done)
@@ -122,7 +141,7 @@ func (s *Stream) retrier() {
 					cancel()
 				}
 				if err == nil {
-					s.queued.Add(-1)
+					s.stored()
 					break
 				}
 				select {
@@ -146,6 +165,11 @@ func (s *Stream) Add(ctx context.Context, d *yesguardv1.Decision) error {
 	if s.connected() {
 		if err = s.publish(ctx, d); err == nil {
 			return nil
+		}
+	}
+	if s.spool != nil {
+		if serr := s.spool.append(d); serr != nil {
+			err = errors.Join(err, serr)
 		}
 	}
 	select {
@@ -215,14 +239,15 @@ func (s *Stream) List(ctx context.Context, callID string, size int, token string
 	want := min(uint64(size), pending)
 	var out []*yesguardv1.Decision
 	var last uint64
-	for uint64(len(out)) < want {
-		batch, err := cons.Fetch(int(want)-len(out), jetstream.FetchMaxWait(listWait))
+	seen := map[string]bool{} // a record the spool stored twice is listed once
+	for n := uint64(0); n < want; {
+		batch, err := cons.Fetch(int(want-n), jetstream.FetchMaxWait(listWait))
 		if err != nil {
 			return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
 		}
-		n := 0
+		got := uint64(0)
 		for msg := range batch.Messages() {
-			n++
+			got++
 			d := new(yesguardv1.Decision)
 			if err := protojson.Unmarshal(msg.Data(), d); err != nil {
 				continue // not a record: skipped, never fatal
@@ -230,14 +255,18 @@ func (s *Stream) List(ctx context.Context, callID string, size int, token string
 			if meta, err := msg.Metadata(); err == nil {
 				last = meta.Sequence.Stream
 			}
-			out = append(out, d)
+			if !seen[d.GetDecisionId()] {
+				seen[d.GetDecisionId()] = true
+				out = append(out, d)
+			}
 		}
-		if err := batch.Error(); err != nil && n == 0 {
+		if err := batch.Error(); err != nil && got == 0 {
 			return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
 		}
-		if n == 0 {
+		if got == 0 {
 			break
 		}
+		n += got
 	}
 	next := ""
 	if pending > want && last != 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -234,7 +235,15 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 		s.js.book.Store(book)
 	}
 	if s.js.store.Load() == nil {
-		s.js.store.Store(decisions.NewStream(js, DecisionStream, decisions.DefaultSubjectPrefix))
+		st := decisions.NewStream(js, DecisionStream, decisions.DefaultSubjectPrefix)
+		// Records queued in an outage survive a crash (spool.go).
+		spool := filepath.Join(c.DataDir, "spool")
+		if n, err := st.OpenSpool(spool); err != nil {
+			s.log.Warn("decision records queued in an outage are kept in memory only (they are in the decision log)", zap.Error(err))
+		} else if n > 0 {
+			s.log.Info("decision records left queued by an earlier run are stored again", zap.Int("records", n), zap.String("spool", spool))
+		}
+		s.js.store.Store(st)
 	}
 	in := transcript.NewStreamIngester(js, tstream, c.SubjectPrefix, s.store, c.Limits, s.log, s.tmetrics,
 		transcript.StreamOptions{OnChange: s.updateFeedHealth, MaxLag: c.TranscriptMaxLag})

@@ -1,11 +1,15 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +17,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/yesguard/yesguard/internal/natstest"
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
 
 // The regression tests of the red team's state findings (issue 10, part
@@ -101,4 +108,105 @@ func TestDataDirLocked(t *testing.T) {
 		t.Fatalf("the data dir is not free once its guard stopped: %v", err)
 	}
 	stopServer(t, third)
+}
+
+// spoolChildEnv runs TestSpoolChild as a guard process for
+// TestRecordsQueuedInOutageSurviveKill9 to kill: its value is
+// "<nats url> <data dir> <decision log>".
+const spoolChildEnv = "YESGUARD_TEST_SPOOL_CHILD"
+
+// TestSpoolChild is the guard process of
+// TestRecordsQueuedInOutageSurviveKill9: it prints its gRPC address and
+// serves until killed.
+func TestSpoolChild(t *testing.T) {
+	args := strings.Fields(os.Getenv(spoolChildEnv))
+	if len(args) != 3 {
+		t.Skip("the guard process of TestRecordsQueuedInOutageSurviveKill9")
+	}
+	srv, err := New(Config{GRPCAddr: "127.0.0.1:0", NATSURL: args[0], DataDir: args[1], DecisionLog: args[2]}, WithLogger(zap.NewNop()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("GRPC %s\n", srv.GRPCAddr())
+	select {} // until kill -9
+}
+
+// Finding 14: records queued while NATS is down lived only in memory, and
+// a kill -9 of the replica lost them from ListDecisions (they were in its
+// decision log only). Now each is in the replica's spool before its Check
+// is answered, and the next guard on that data dir stores them.
+func TestRecordsQueuedInOutageSurviveKill9(t *testing.T) {
+	ns := natstest.StartRestartable(t)
+	dataDir := t.TempDir()
+	child := exec.Command(os.Args[0], "-test.run=^TestSpoolChild$")
+	child.Env = append(os.Environ(), spoolChildEnv+"="+ns.ClientURL()+" "+dataDir+" "+filepath.Join(t.TempDir(), "decisions.log"))
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	addr := ""
+	for sc := bufio.NewScanner(out); addr == "" && sc.Scan(); {
+		addr, _ = strings.CutPrefix(sc.Text(), "GRPC ")
+	}
+	if addr == "" {
+		t.Fatal("the guard process did not start")
+	}
+	gc := yesguardv1.NewGuardClient(dial(t, addr))
+
+	ns.Stop()
+	const n = 10
+	var ids []string
+	for i := range n {
+		resp, err := gc.Check(t.Context(), &yesguardv1.CheckRequest{CallId: "spooled", Tool: "submit_appeal", ToolCallId: fmt.Sprint("tc-", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetOutcome() != yesguardv1.Outcome_OUTCOME_REFUSE {
+			t.Fatalf("Check with NATS down: %v, want a refusal", resp.GetOutcome())
+		}
+		ids = append(ids, resp.GetDecisionId())
+	}
+	// Every Check is answered, so every record is on disk: kill -9.
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+
+	ns.Start()
+	next := startReplicaCfg(t, Config{GRPCAddr: "127.0.0.1:0", NATSURL: ns.ClientURL(), DataDir: dataDir, ShutdownTimeout: 10 * time.Second})
+	ctx, cancel := context.WithTimeout(t.Context(), faultWait)
+	defer cancel()
+	missing := n
+	for missing > 0 {
+		resp, err := next.gc.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: "spooled"})
+		if err == nil {
+			got := map[string]bool{}
+			for _, d := range resp.GetDecisions() {
+				got[d.GetDecisionId()] = true
+			}
+			missing = 0
+			for _, id := range ids {
+				if !got[id] {
+					missing++
+				}
+			}
+		}
+		if missing > 0 && ctx.Err() != nil {
+			t.Fatalf("%d of the %d records queued before the kill -9 are not listed (last: %v)", missing, n, err)
+		}
+		if missing > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
 }
