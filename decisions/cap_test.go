@@ -79,3 +79,53 @@ func TestCapKeepsTheAllow(t *testing.T) {
 		checkCapped(t, s, allow, complete, 3*perCall)
 	})
 }
+
+// Finding 18: a flood of duplicates each waited for the stream's ack of its
+// record, one round trip a Check. A repeat's record is published without
+// waiting: its Add does not depend on the caller's time left (here none),
+// and it is stored all the same; any other record still waits for its ack.
+func TestRepeatRecordsDoNotWaitForTheStream(t *testing.T) {
+	ns := natstest.JetStream(t)
+	_, js := natstest.Connect(t, ns.ClientURL())
+	if _, err := js.CreateOrUpdateStream(t.Context(), StreamConfig("YG_DECISIONS", DefaultSubjectPrefix, time.Hour, 64<<20, 100, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStream(js, "YG_DECISIONS", DefaultSubjectPrefix)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	_, _, all := capCall(1)
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	var repeats int
+	for _, d := range all {
+		err := s.Add(gone, d)
+		switch ClassOf(d) {
+		case ClassRepeat:
+			repeats++
+			if err != nil {
+				t.Errorf("a repeat's record with no time left: %v, want it published", err)
+			}
+		default:
+			if err == nil {
+				t.Errorf("%v record with no time left: stored, want it queued (it waits for its ack)", d.GetOutcome())
+			}
+		}
+	}
+	// Every record is stored: the repeats by their acks, the rest by the
+	// queue.
+	ctx, cancelWait := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancelWait()
+	for {
+		list, _, err := s.List(ctx, "capped", 0, "")
+		if err == nil && len(list) == len(all) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d records stored (%v)", len(list), len(all), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if repeats == 0 {
+		t.Fatal("no repeat in the call")
+	}
+}
