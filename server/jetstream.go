@@ -180,6 +180,10 @@ func (s *Server) setUpJetStream(ctx context.Context) {
 		if err == nil {
 			close(s.js.ready)
 			s.updateFeedHealth()
+			// Then keep the engine's clock on NATS's (clock.go).
+			if js, err := jetstream.New(s.nc.Load()); err == nil {
+				s.clock.run(ctx, js, TranscriptStreamName(s.cfg.SubjectPrefix), s.log)
+			}
 			return
 		}
 		if ctx.Err() != nil {
@@ -251,6 +255,12 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 		return err
 	}
 	s.js.ingester.Store(in)
+	// The first Check already measures on NATS's clock (clock.go).
+	if off, err := s.clock.sample(actx, js, tstream); err != nil {
+		s.log.Warn("could not compare this replica's clock with NATS's yet; using its own", zap.Error(err))
+	} else {
+		s.log.Info("clock compared with NATS's", zap.Duration("offset", off))
+	}
 	s.log.Info("JetStream state set up",
 		zap.String("transcript_stream", tstream), zap.String("decision_stream", DecisionStream),
 		zap.String("bucket", StateBucket), zap.Int("replicas", c.JSReplicas))

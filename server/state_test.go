@@ -13,13 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/yesguard/yesguard/internal/natstest"
+	"github.com/yesguard/yesguard/probe"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/transcript"
 )
 
 // The regression tests of the red team's state findings (issue 10, part
@@ -208,5 +211,48 @@ func TestRecordsQueuedInOutageSurviveKill9(t *testing.T) {
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
+	}
+}
+
+// Finding 11: an answer's age was its stream timestamp (NATS's clock)
+// against the replica's own clock, so a replica 31 s ahead refused every
+// fresh yes STALE (and one behind allowed old ones). The engine's clock is
+// now NATS's: the replica's corrected by the offset it measures.
+func TestReplicaClockAheadOfNATS(t *testing.T) {
+	const skew = 31 * time.Second // past the default 30 s answer age
+	cfg := Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", DataDir: t.TempDir(), ShutdownTimeout: 10 * time.Second}
+	srv, err := New(cfg, WithDecisionSink(&captureSink{}), WithLogger(zaptest.NewLogger(t)),
+		withLocalClock(func() time.Time { return time.Now().Add(skew) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopServer(t, srv) })
+	if off := srv.clock.Offset(); off > -skew+5*time.Second || off < -skew-5*time.Second {
+		t.Errorf("measured offset %v, want about %v", off, -skew)
+	}
+	pub, err := nats.Connect(srv.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	for seq, ev := range []struct {
+		sp   transcript.Speaker
+		text string
+	}{{transcript.Agent, "Shall I submit your appeal now?"}, {transcript.Caller, "Yes."}} {
+		if err := probe.Publish(pub, DefaultSubjectPrefix, transcript.Event{CallID: "skewed", Seq: uint64(seq + 1), Speaker: ev.sp,
+			Type: transcript.TypeTranscript, Text: ev.text, Final: true, Lang: "en"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gc := yesguardv1.NewGuardClient(dial(t, srv.GRPCAddr()))
+	resp, err := gc.Check(t.Context(), &yesguardv1.CheckRequest{CallId: "skewed", Tool: "submit_appeal", WaitMs: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW {
+		t.Fatalf("a fresh yes on a replica %v ahead of NATS: %v %v %q, want ALLOW", skew, resp.GetOutcome(), resp.GetReason(), resp.GetDetail())
 	}
 }
