@@ -18,17 +18,10 @@ import (
 func TestKVClaimLostInOutageIsReleased(t *testing.T) {
 	srv := natstest.StartRestartable(t)
 	_, js, down, up := natstest.ConnectWatched(t, srv.ClientURL())
+	b := bookOn(t, js)
+	kv := b.kv
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	kv, err := js.CreateOrUpdateKeyValue(ctx, BucketConfig("yesguard_test", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewKV(ctx, js, kv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
 	req := kvRequest("refused-1", "orphan-call", 1)
 
 	srv.Stop()

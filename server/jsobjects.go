@@ -160,12 +160,8 @@ func streamObject(js jetstream.JetStream, cfg jetstream.StreamConfig) jsObject {
 
 // streamDiffers names the settings the guard sets that got lacks.
 func streamDiffers(got, want jetstream.StreamConfig) []string {
-	var d []string
-	add := func(name string, same bool) {
-		if !same {
-			d = append(d, name)
-		}
-	}
+	var d differs
+	add := d.add
 	add("subjects", slices.Equal(got.Subjects, want.Subjects))
 	add("description", got.Description == want.Description)
 	add("retention", got.Retention == want.Retention)
@@ -206,12 +202,8 @@ func bucketObject(js jetstream.JetStream, cfg jetstream.KeyValueConfig) jsObject
 // bucketDiffers names the bucket settings the guard sets that st lacks.
 func bucketDiffers(st jetstream.KeyValueStatus, want jetstream.KeyValueConfig) []string {
 	got := st.Config()
-	var d []string
-	add := func(name string, same bool) {
-		if !same {
-			d = append(d, name)
-		}
-	}
+	var d differs
+	add := d.add
 	add("description", got.Description == want.Description)
 	add("history", got.History == max(want.History, 1))
 	add("ttl", got.TTL == want.TTL)
@@ -220,4 +212,13 @@ func bucketDiffers(st jetstream.KeyValueStatus, want jetstream.KeyValueConfig) [
 	add("storage", got.Storage == want.Storage)
 	add("replicas", got.Replicas == max(want.Replicas, 1))
 	return d
+}
+
+// differs collects the names of the settings found different.
+type differs []string
+
+func (d *differs) add(name string, same bool) {
+	if !same {
+		*d = append(*d, name)
+	}
 }
