@@ -17,6 +17,10 @@
 //     their own (on the stream: per subject; in a Memory: the lowest class
 //     held is dropped first). An ALLOW, a Complete or a Redeem is dropped
 //     only for more of those in the same call.
+//   - On the stream, a record not stored at once is queued, and with a
+//     spool (Stream.OpenSpool) kept on disk until it is: a crash loses
+//     none that Add reported queued. While NATS is not connected nothing
+//     waits for it: Add queues at once, List and Recent fail at once.
 package decisions
 
 import (
