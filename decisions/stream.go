@@ -65,28 +65,7 @@ type Stream struct {
 
 	// spool keeps the queued records on disk (spool.go); nil: memory only.
 	spool *spool
-
-	// acks are the repeats' records published without waiting, in the
-	// order published; one goroutine awaits them.
-	acks    chan pendingAck
-	ackDone chan struct{}
 }
-
-// pendingAck is a record published asynchronously, its ack awaited.
-type pendingAck struct {
-	d  *yesguardv1.Decision
-	f  jetstream.PubAckFuture
-	at time.Time
-}
-
-// Bounds of the asynchronous records: at most asyncAcks awaited at once
-// (past it a repeat's record is stored as any other), each at most
-// asyncAckWait, after which it is queued to be stored again (its msg id
-// keeps it stored once).
-const (
-	asyncAcks    = 8192
-	asyncAckWait = 5 * time.Second
-)
 
 var _ Store = (*Stream)(nil)
 
@@ -103,10 +82,8 @@ const retryQueue = 16384
 // NewStream returns a store on the stream named stream, whose subjects are
 // <prefix>.>. Close stops its retries.
 func NewStream(js jetstream.JetStream, stream, prefix string) *Stream {
-	s := &Stream{js: js, stream: stream, prefix: prefix, retry: make(chan *yesguardv1.Decision, retryQueue), stop: make(chan struct{}), done: make(chan struct{}),
-		acks: make(chan pendingAck, asyncAcks), ackDone: make(chan struct{})}
+	s := &Stream{js: js, stream: stream, prefix: prefix, retry: make(chan *yesguardv1.Decision, retryQueue), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.retrier()
-	go s.acker()
 	return s
 }
 
@@ -114,7 +91,6 @@ func NewStream(js jetstream.JetStream, stream, prefix string) *Stream {
 func (s *Stream) Close(ctx context.Context) error {
 	close(s.stop)
 	<-s.done
-	<-s.ackDone
 	for {
 		select {
 		case d := <-s.retry:
@@ -184,86 +160,13 @@ var recordJSON = protojson.MarshalOptions{UseProtoNames: true}
 // Add publishes d and waits, within ctx, for the stream to store it, so
 // that a Check answered is, as a rule, a Check recorded; otherwise d is
 // queued to be stored again, and Add says so.
-//
-// A repeat's record (ClassRepeat: a DUPLICATE, an IGNORED) is published
-// without waiting for the stream's ack, so that a flood of repeats costs
-// no round trip each; an ack that fails or does not come is queued then.
-// Such a record is in flight, not spooled, for the few milliseconds until
-// its ack: a crash then loses it from the stream (not from the log).
 func (s *Stream) Add(ctx context.Context, d *yesguardv1.Decision) error {
-	if ClassOf(d) == ClassRepeat && s.addAsync(d) {
-		return nil
-	}
 	err := ErrUnavailable
 	if s.connected() {
 		if err = s.publish(ctx, d); err == nil {
 			return nil
 		}
 	}
-	return s.enqueue(d, err)
-}
-
-// addAsync publishes d without waiting and hands its ack to the acker; it
-// reports false when it did not (d is then stored as any other record;
-// its msg id keeps it stored once).
-func (s *Stream) addAsync(d *yesguardv1.Decision) bool {
-	if !s.connected() || len(s.acks) == cap(s.acks) {
-		return false
-	}
-	msg, err := s.message(d)
-	if err != nil {
-		return false
-	}
-	f, err := s.js.PublishMsgAsync(msg, jetstream.WithMsgID(d.GetDecisionId()), jetstream.WithExpectStream(s.stream))
-	if err != nil {
-		return false
-	}
-	select {
-	case s.acks <- pendingAck{d: d, f: f, at: time.Now()}:
-		return true
-	default:
-		return false
-	}
-}
-
-// acker awaits the asynchronous records' acks, queueing those that fail;
-// at Close, those still awaited are queued.
-func (s *Stream) acker() {
-	defer close(s.ackDone)
-	for {
-		select {
-		case p := <-s.acks:
-			t := time.NewTimer(max(asyncAckWait-time.Since(p.at), 0))
-			select {
-			case <-p.f.Ok():
-			case err := <-p.f.Err():
-				_ = s.enqueue(p.d, err)
-			case <-t.C:
-				_ = s.enqueue(p.d, errors.New("no ack in time"))
-			case <-s.stop:
-				_ = s.enqueue(p.d, errors.New("closing"))
-			}
-			t.Stop()
-		case <-s.stop:
-			for {
-				select {
-				case p := <-s.acks:
-					select {
-					case <-p.f.Ok():
-					default:
-						_ = s.enqueue(p.d, errors.New("closing"))
-					}
-				default:
-					return
-				}
-			}
-		}
-	}
-}
-
-// enqueue queues d, which was not stored (err), to be stored again, in the
-// spool first; it returns why d is queued, or dropped.
-func (s *Stream) enqueue(d *yesguardv1.Decision, err error) error {
 	if s.spool != nil {
 		if serr := s.spool.append(d); serr != nil {
 			err = errors.Join(err, serr)
@@ -279,20 +182,12 @@ func (s *Stream) enqueue(d *yesguardv1.Decision, err error) error {
 	}
 }
 
-// message is d as the stream stores it.
-func (s *Stream) message(d *yesguardv1.Decision) (*nats.Msg, error) {
+func (s *Stream) publish(ctx context.Context, d *yesguardv1.Decision) error {
 	data, err := recordJSON.Marshal(d)
 	if err != nil {
-		return nil, fmt.Errorf("decisions: encode %s: %w", d.GetDecisionId(), err)
+		return fmt.Errorf("decisions: encode %s: %w", d.GetDecisionId(), err)
 	}
-	return &nats.Msg{Subject: s.prefix + "." + d.GetCallId() + "." + subjectSuffix(d), Data: data}, nil
-}
-
-func (s *Stream) publish(ctx context.Context, d *yesguardv1.Decision) error {
-	msg, err := s.message(d)
-	if err != nil {
-		return err
-	}
+	msg := &nats.Msg{Subject: s.prefix + "." + d.GetCallId() + "." + subjectSuffix(d), Data: data}
 	if _, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(d.GetDecisionId()), jetstream.WithExpectStream(s.stream)); err != nil {
 		return fmt.Errorf("decisions: store %s: %w", d.GetDecisionId(), err)
 	}
