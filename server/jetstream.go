@@ -227,7 +227,21 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 			return err
 		}
 	}
-	kv, err := js.KeyValue(actx, StateBucket)
+	// Bounded, and tried again: the bucket's stream may not have answered
+	// its info yet (jsobjects.go).
+	var kv jetstream.KeyValue
+	for {
+		rctx, cancel := context.WithTimeout(actx, ensureRequest)
+		kv, err = js.KeyValue(rctx, StateBucket)
+		cancel()
+		if err == nil || actx.Err() != nil {
+			break
+		}
+		select {
+		case <-actx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("state bucket %s: %w", StateBucket, err)
 	}
