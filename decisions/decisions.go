@@ -12,10 +12,21 @@
 //     record is newest first, at most MaxRecent of them.
 //   - What a Memory holds is bounded: records per call, bytes in all, and
 //     a call is forgotten a while after its last record.
+//   - The per-call bound never makes room for repeats with the records that
+//     matter: each record has a Class, and a class's records are bounded on
+//     their own (on the stream: per subject; in a Memory: the lowest class
+//     held is dropped first). An ALLOW, a Complete or a Redeem is dropped
+//     only for more of those in the same call.
+//   - On the stream, a record not stored at once is queued, and with a
+//     spool (Stream.OpenSpool) kept on disk until it is: a crash loses
+//     none that Add reported queued. While NATS is not connected nothing
+//     waits for it: Add queues at once, List and Recent fail at once.
 package decisions
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
@@ -60,4 +71,55 @@ func pageSize(n int) int {
 		return MaxPageSize
 	}
 	return n
+}
+
+// Class is what a record is to the per-call bound; a higher class is kept
+// over a lower one.
+type Class int
+
+// Classes, lowest first.
+const (
+	// ClassRepeat: DUPLICATE and IGNORED, the answers to a repeat.
+	ClassRepeat Class = iota
+	// ClassRefusal: every other record that allowed nothing.
+	ClassRefusal
+	// ClassAction: an ALLOW, a Complete, a Redeem: what ran and how it
+	// ended.
+	ClassAction
+)
+
+// ClassOf is d's class.
+func ClassOf(d *yesguardv1.Decision) Class {
+	switch {
+	case d.GetKind() == yesguardv1.DecisionKind_DECISION_KIND_COMPLETE,
+		d.GetKind() == yesguardv1.DecisionKind_DECISION_KIND_REDEEM,
+		d.GetOutcome() == yesguardv1.Outcome_OUTCOME_ALLOW:
+		return ClassAction
+	case d.GetOutcome() == yesguardv1.Outcome_OUTCOME_DUPLICATE,
+		d.GetOutcome() == yesguardv1.Outcome_OUTCOME_IGNORED:
+		return ClassRepeat
+	}
+	return ClassRefusal
+}
+
+// CallSubjects are the subjects of the call's records on a decision stream
+// with prefix: its classes' subjects, and the one subject its records were
+// on before they had classes.
+func CallSubjects(prefix, callID string) []string {
+	return []string{prefix + "." + callID, prefix + "." + callID + ".>"}
+}
+
+// subjectSuffix is the tail of d's subject after <prefix>.<call_id>: a
+// for the actions, x for the refusals, d.<action> for the repeats of one
+// action (a hash of its tool and arguments' hash), so that the stream's
+// per-subject bound caps each on its own.
+func subjectSuffix(d *yesguardv1.Decision) string {
+	switch ClassOf(d) {
+	case ClassAction:
+		return "a"
+	case ClassRepeat:
+		h := sha256.Sum256([]byte(d.GetTool() + "\x00" + d.GetArgsHash()))
+		return "d." + hex.EncodeToString(h[:8])
+	}
+	return "x"
 }

@@ -21,7 +21,9 @@ const (
 
 // MemoryLimits bound what a Memory holds; zero fields take the defaults.
 type MemoryLimits struct {
-	// MaxPerCall records are kept per call, the oldest dropped first.
+	// MaxPerCall records are kept per call: at the bound, the oldest record
+	// of the lowest Class the call holds is dropped (a repeat before a
+	// refusal, a refusal before an action).
 	MaxPerCall int
 	// MaxBytes bounds the records' encoded size in all; above it the
 	// calls with the oldest last record are forgotten first.
@@ -106,7 +108,7 @@ func (s *Memory) Add(_ context.Context, d *yesguardv1.Decision) error {
 		sh.calls[d.GetCallId()] = c
 	}
 	if len(c.list) >= s.limits.MaxPerCall {
-		sh.dropFirst(c)
+		sh.dropAt(c, lowest(c.list))
 	}
 	c.list = append(c.list, d)
 	c.sizes = append(c.sizes, size)
@@ -124,10 +126,32 @@ func (s *Memory) Add(_ context.Context, d *yesguardv1.Decision) error {
 }
 
 // dropFirst drops the call's oldest record. The shard's lock must be held.
-func (sh *memoryShard) dropFirst(c *callRecords) {
-	sh.bytes -= int64(c.sizes[0])
-	c.list[0] = nil
-	c.list, c.sizes = c.list[1:], c.sizes[1:]
+func (sh *memoryShard) dropFirst(c *callRecords) { sh.dropAt(c, 0) }
+
+// dropAt drops the call's i-th record. The shard's lock must be held.
+func (sh *memoryShard) dropAt(c *callRecords, i int) {
+	sh.bytes -= int64(c.sizes[i])
+	if i == 0 {
+		c.list[0] = nil
+		c.list, c.sizes = c.list[1:], c.sizes[1:]
+		return
+	}
+	c.list = slices.Delete(c.list, i, i+1)
+	c.sizes = slices.Delete(c.sizes, i, i+1)
+}
+
+// lowest is the index of the oldest record of the lowest class in list.
+func lowest(list []*yesguardv1.Decision) int {
+	at, class := 0, ClassAction+1
+	for i, d := range list {
+		if c := ClassOf(d); c < class {
+			at, class = i, c
+			if c == ClassRepeat {
+				break
+			}
+		}
+	}
+	return at
 }
 
 // evictOldest forgets the call whose last record is oldest, but keep. The

@@ -2,6 +2,7 @@ package decisions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,13 +16,16 @@ import (
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
 
-// DefaultSubjectPrefix: a call's records are on <prefix>.<call_id>.
+// DefaultSubjectPrefix: a call's records are on <prefix>.<call_id>.<class>.
 const DefaultSubjectPrefix = "yesguard.decisions"
 
 // StreamConfig is the decision stream: every replica's records, on
-// <prefix>.<call_id>, kept for maxAge and at most maxBytes in all and
-// perCall per call (the oldest discarded first), with a duplicate window
-// so that a record stored twice (a retried publish) is kept once.
+// <prefix>.<call_id>.a (ALLOW, Complete, Redeem), .x (refusals) and
+// .d.<action> (the repeats of one action), kept for maxAge and at most
+// maxBytes in all, and perCall per subject (the oldest discarded first):
+// so perCall actions and perCall refusals a call, and perCall repeats an
+// action, and no flood of repeats discards an ALLOW. A duplicate window
+// keeps a record stored twice (a retried publish) once.
 func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall int64, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              name,
@@ -45,7 +49,9 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall i
 // A record the stream does not take within Add's context (NATS down, a
 // node lost) is queued and published again, with backoff, until it is
 // stored: at most retryQueue records wait, and one that does not fit is
-// dropped and counted (it is still in the decision log).
+// dropped and counted (it is still in the decision log). While the
+// connection is down, Add queues at once and List and Recent fail at once
+// (ErrUnavailable): no answer waits for a NATS that is not there.
 type Stream struct {
 	js     jetstream.JetStream
 	stream string
@@ -56,9 +62,19 @@ type Stream struct {
 	done    chan struct{}
 	queued  atomic.Int64
 	dropped atomic.Int64
+
+	// spool keeps the queued records on disk (spool.go); nil: memory only.
+	spool *spool
 }
 
 var _ Store = (*Stream)(nil)
+
+// ErrUnavailable: the connection to NATS is down, so the stream was not
+// asked.
+var ErrUnavailable = errors.New("decisions: NATS is not connected")
+
+// connected reports whether the stream can be asked now.
+func (s *Stream) connected() bool { return s.js.Conn().IsConnected() }
 
 // retryQueue bounds the records waiting to be stored again.
 const retryQueue = 16384
@@ -79,11 +95,13 @@ func (s *Stream) Close(ctx context.Context) error {
 		select {
 		case d := <-s.retry:
 			if err := s.publish(ctx, d); err != nil {
+				s.closeSpool() // they stay in its file, for the next start
 				s.dropped.Add(int64(1 + len(s.retry)))
 				return fmt.Errorf("decisions: %d records not stored: %w", 1+len(s.retry), err)
 			}
-			s.queued.Add(-1)
+			s.stored()
 		default:
+			s.closeSpool()
 			return nil
 		}
 	}
@@ -94,6 +112,20 @@ func (s *Stream) Close(ctx context.Context) error {
 func (s *Stream) Queued() int64  { return s.queued.Load() }
 func (s *Stream) Dropped() int64 { return s.dropped.Load() }
 
+// stored counts one queued record stored.
+func (s *Stream) stored() {
+	if s.spool != nil {
+		s.spool.stored() // first: Queued 0 means the spool is empty
+	}
+	s.queued.Add(-1)
+}
+
+func (s *Stream) closeSpool() {
+	if s.spool != nil {
+		s.spool.close()
+	}
+}
+
 func (s *Stream) retrier() {
 	defer close(s.done)
 	for {
@@ -102,11 +134,14 @@ func (s *Stream) retrier() {
 			return
 		case d := <-s.retry:
 			for backoff := 50 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				err := s.publish(ctx, d)
-				cancel()
+				err := ErrUnavailable
+				if s.connected() {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					err = s.publish(ctx, d)
+					cancel()
+				}
 				if err == nil {
-					s.queued.Add(-1)
+					s.stored()
 					break
 				}
 				select {
@@ -126,9 +161,16 @@ var recordJSON = protojson.MarshalOptions{UseProtoNames: true}
 // that a Check answered is, as a rule, a Check recorded; otherwise d is
 // queued to be stored again, and Add says so.
 func (s *Stream) Add(ctx context.Context, d *yesguardv1.Decision) error {
-	err := s.publish(ctx, d)
-	if err == nil {
-		return nil
+	err := ErrUnavailable
+	if s.connected() {
+		if err = s.publish(ctx, d); err == nil {
+			return nil
+		}
+	}
+	if s.spool != nil {
+		if serr := s.spool.append(d); serr != nil {
+			err = errors.Join(err, serr)
+		}
 	}
 	select {
 	case s.retry <- d:
@@ -145,7 +187,7 @@ func (s *Stream) publish(ctx context.Context, d *yesguardv1.Decision) error {
 	if err != nil {
 		return fmt.Errorf("decisions: encode %s: %w", d.GetDecisionId(), err)
 	}
-	msg := &nats.Msg{Subject: s.prefix + "." + d.GetCallId(), Data: data}
+	msg := &nats.Msg{Subject: s.prefix + "." + d.GetCallId() + "." + subjectSuffix(d), Data: data}
 	if _, err := s.js.PublishMsg(ctx, msg, jetstream.WithMsgID(d.GetDecisionId()), jetstream.WithExpectStream(s.stream)); err != nil {
 		return fmt.Errorf("decisions: store %s: %w", d.GetDecisionId(), err)
 	}
@@ -159,8 +201,11 @@ const listWait = 5 * time.Second
 // the stream sequence the next page starts at.
 func (s *Stream) List(ctx context.Context, callID string, size int, token string) ([]*yesguardv1.Decision, string, error) {
 	size = pageSize(size)
+	if !s.connected() {
+		return nil, "", ErrUnavailable
+	}
 	cfg := jetstream.ConsumerConfig{
-		FilterSubject:     s.prefix + "." + callID,
+		FilterSubjects:    CallSubjects(s.prefix, callID),
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
 		AckPolicy:         jetstream.AckNonePolicy,
 		InactiveThreshold: time.Minute,
@@ -194,14 +239,15 @@ func (s *Stream) List(ctx context.Context, callID string, size int, token string
 	want := min(uint64(size), pending)
 	var out []*yesguardv1.Decision
 	var last uint64
-	for uint64(len(out)) < want {
-		batch, err := cons.Fetch(int(want)-len(out), jetstream.FetchMaxWait(listWait))
+	seen := map[string]bool{} // a record the spool stored twice is listed once
+	for n := uint64(0); n < want; {
+		batch, err := cons.Fetch(int(want-n), jetstream.FetchMaxWait(listWait))
 		if err != nil {
 			return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
 		}
-		n := 0
+		got := uint64(0)
 		for msg := range batch.Messages() {
-			n++
+			got++
 			d := new(yesguardv1.Decision)
 			if err := protojson.Unmarshal(msg.Data(), d); err != nil {
 				continue // not a record: skipped, never fatal
@@ -209,14 +255,18 @@ func (s *Stream) List(ctx context.Context, callID string, size int, token string
 			if meta, err := msg.Metadata(); err == nil {
 				last = meta.Sequence.Stream
 			}
-			out = append(out, d)
+			if !seen[d.GetDecisionId()] {
+				seen[d.GetDecisionId()] = true
+				out = append(out, d)
+			}
 		}
-		if err := batch.Error(); err != nil && n == 0 {
+		if err := batch.Error(); err != nil && got == 0 {
 			return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
 		}
-		if n == 0 {
+		if got == 0 {
 			break
 		}
+		n += got
 	}
 	next := ""
 	if pending > want && last != 0 {
@@ -240,6 +290,9 @@ const (
 func (s *Stream) Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision, error) {
 	if limit <= 0 || limit > recentCalls {
 		limit = recentCalls
+	}
+	if !s.connected() {
+		return nil, ErrUnavailable
 	}
 	st, err := s.js.Stream(ctx, s.stream)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -61,6 +62,13 @@ type KV struct {
 	watcher jetstream.KeyWatcher
 	stop    context.CancelFunc
 	done    chan struct{}
+
+	// abandoned maps the decisions whose claim failed to when they may be
+	// forgotten; their keys are released (orphan.go).
+	abandoned     map[string]time.Time
+	reconcileQ    chan orphanJob
+	reconcileDone chan struct{}
+	released      atomic.Int64 // claims of abandoned decisions released
 }
 
 var _ Book = (*KV)(nil)
@@ -134,6 +142,10 @@ func NewKV(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, r
 		changed:      make(chan struct{}),
 		ready:        make(chan struct{}),
 		done:         make(chan struct{}),
+
+		abandoned:     map[string]time.Time{},
+		reconcileQ:    make(chan orphanJob, reconcileQueue),
+		reconcileDone: make(chan struct{}),
 	}
 	if si, ok := st.(*jetstream.KeyValueBucketStatus); ok {
 		b.stream = si.StreamInfo().Config.Name
@@ -146,6 +158,7 @@ func NewKV(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, r
 	}
 	b.watcher, b.stop = w, cancel
 	go b.watch()
+	go b.reconciler(wctx)
 	select {
 	case <-b.ready:
 		if reg != nil {
@@ -163,6 +176,7 @@ func (b *KV) Close() {
 	b.stop()
 	_ = b.watcher.Stop()
 	<-b.done
+	<-b.reconcileDone
 }
 
 func (b *KV) watch() {
@@ -225,10 +239,15 @@ func (b *KV) apply(e jetstream.KeyValueEntry) {
 	old, w := b.changed, b.waiters[key]
 	b.changed = make(chan struct{})
 	delete(b.waiters, key)
+	orphan := b.orphanOf(m)
 	b.mu.Unlock()
 	close(old)
 	if w != nil {
 		close(w)
+	}
+	if orphan != "" {
+		// A claim whose Allow failed, stored after all.
+		b.enqueue(orphanJob{id: orphan, keys: []string{key}, probes: 1})
 	}
 }
 
@@ -256,7 +275,7 @@ func (b *KV) Sweep(now time.Time) int {
 			n++
 		}
 	}
-	return n
+	return n + b.sweepAbandonedLocked(now)
 }
 
 // Keys of the bucket: r. reservations, e. evidence uses, i. item records,
@@ -297,7 +316,7 @@ func (b *KV) Lookup(_ context.Context, req Request) (Verdict, Reservation, error
 // checkLocked runs Allow's three checks on the mirror. b.mu must be held.
 func (b *KV) checkLocked(req *Request) (Verdict, Reservation, error) {
 	now := req.Now
-	if m := b.keys[reservationKey(req.Key)]; m != nil && !m.deleted && m.res != nil && m.res.live(now) {
+	if m := b.keys[reservationKey(req.Key)]; m != nil && !m.deleted && m.res != nil && m.res.live(now) && b.orphanOf(m) == "" {
 		return Duplicate, b.handle(reservationKey(req.Key), m.rev, m.res.DecisionID), nil
 	}
 	if req.TurnID != 0 {
@@ -350,8 +369,18 @@ func ttlOf(d time.Duration) time.Duration {
 }
 
 // Allow claims the reservation, then the turn's evidence, then the item,
-// each atomically; a later claim that fails releases the earlier ones.
+// each atomically; a later claim that fails releases the earlier ones. An
+// Allow that fails abandons its decision: whatever of its claims reaches
+// the bucket later is released (orphan.go).
 func (b *KV) Allow(ctx context.Context, req Request) (Verdict, Reservation, error) {
+	v, r, err := b.allow(ctx, req)
+	if err != nil {
+		b.abandon(&req)
+	}
+	return v, r, err
+}
+
+func (b *KV) allow(ctx context.Context, req Request) (Verdict, Reservation, error) {
 	b.mu.Lock()
 	v, orig, _ := b.checkLocked(&req)
 	b.mu.Unlock()
@@ -388,8 +417,12 @@ func (b *KV) Allow(ctx context.Context, req Request) (Verdict, Reservation, erro
 		}
 	}
 	release := func() {
-		if b.kv.Delete(context.WithoutCancel(ctx), rkey, jetstream.LastRevision(rev)) == nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), catchUpWait)
+		defer cancel()
+		if b.kv.Delete(dctx, rkey, jetstream.LastRevision(rev)) == nil {
 			b.waitRevision(ctx, rkey, rev)
+		} else {
+			b.abandon(&req) // not a claim any longer: released once NATS takes it
 		}
 	}
 
@@ -449,6 +482,14 @@ func (b *KV) existing(ctx context.Context, key string) (v Verdict, orig Reservat
 	for {
 		b.mu.Lock()
 		m := b.keys[key]
+		if id := b.orphanOf(m); id != "" {
+			// This replica's own refused claim: release it and claim again.
+			b.mu.Unlock()
+			if err := b.releaseOrphan(wctx, key, id); err != nil && !isConflict(err) {
+				return OK, nil, false, fmt.Errorf("release an abandoned claim: %w", err)
+			}
+			return OK, nil, true, nil
+		}
 		if m != nil && !m.deleted && m.res != nil {
 			h := b.handle(key, m.rev, m.res.DecisionID)
 			b.mu.Unlock()
@@ -464,6 +505,15 @@ func (b *KV) existing(ctx context.Context, key string) (v Verdict, orig Reservat
 			var val kvReservationValue
 			if err := json.Unmarshal(e.Value(), &val); err != nil {
 				return OK, nil, false, fmt.Errorf("read the reservation held: %w", err)
+			}
+			b.mu.Lock()
+			orphan := !val.Done && b.abandonedLocked(val.DecisionID)
+			b.mu.Unlock()
+			if orphan {
+				if err := b.releaseOrphan(wctx, key, val.DecisionID); err != nil && !isConflict(err) {
+					return OK, nil, false, fmt.Errorf("release an abandoned claim: %w", err)
+				}
+				return OK, nil, true, nil
 			}
 			return Duplicate, b.handle(key, e.Revision(), val.DecisionID), false, nil
 		}

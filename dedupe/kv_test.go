@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/internal/natstest"
@@ -16,6 +17,12 @@ import (
 func replicaBook(t *testing.T, url string) *KV {
 	t.Helper()
 	_, js := natstest.Connect(t, url)
+	return bookOn(t, js)
+}
+
+// bookOn is a KV book on js's test bucket, closed when the test ends.
+func bookOn(t *testing.T, js jetstream.JetStream) *KV {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, BucketConfig("yesguard_test", 1))

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/yesguard/yesguard/decisions"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
 )
@@ -15,7 +16,7 @@ import (
 // Streams names where a guard on JetStream keeps a call: its transcript
 // events on TranscriptStream, subjects <TranscriptPrefix>.<call_id>, and
 // its decision records on DecisionStream, subjects
-// <DecisionPrefix>.<call_id> (the names package server creates).
+// <DecisionPrefix>.<call_id>.> (the names package server creates).
 type Streams struct {
 	TranscriptStream, TranscriptPrefix string
 	DecisionStream, DecisionPrefix     string
@@ -39,7 +40,7 @@ func ReadStreams(ctx context.Context, js jetstream.JetStream, s Streams, callID 
 	c := &Call{ID: callID}
 	limits := transcript.Limits{}
 	limits.SetDefaults()
-	err := readSubject(ctx, js, s.TranscriptStream, s.TranscriptPrefix+"."+callID, func(m jetstream.Msg, at time.Time) {
+	err := readSubjects(ctx, js, s.TranscriptStream, []string{s.TranscriptPrefix + "." + callID}, func(m jetstream.Msg, at time.Time) {
 		ev, err := transcript.Decode(s.TranscriptPrefix, m.Subject(), m.Data(), limits)
 		if err != nil {
 			c.Dropped++
@@ -50,7 +51,7 @@ func ReadStreams(ctx context.Context, js jetstream.JetStream, s Streams, callID 
 	if err != nil {
 		return nil, fmt.Errorf("transcript stream %s: %w", s.TranscriptStream, err)
 	}
-	err = readSubject(ctx, js, s.DecisionStream, s.DecisionPrefix+"."+callID, func(m jetstream.Msg, _ time.Time) {
+	err = readSubjects(ctx, js, s.DecisionStream, decisions.CallSubjects(s.DecisionPrefix, callID), func(m jetstream.Msg, _ time.Time) {
 		d := new(yesguardv1.Decision)
 		if protojson.Unmarshal(m.Data(), d) != nil || d.GetTime() == nil {
 			c.Dropped++
@@ -68,9 +69,9 @@ func ReadStreams(ctx context.Context, js jetstream.JetStream, s Streams, callID 
 	return c, nil
 }
 
-// readSubject hands every message of the subject, oldest first, to each.
-func readSubject(ctx context.Context, js jetstream.JetStream, stream, subject string, each func(jetstream.Msg, time.Time)) error {
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy})
+// readSubjects hands every message of the subjects, oldest first, to each.
+func readSubjects(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, each func(jetstream.Msg, time.Time)) error {
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: subjects, DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func readSubject(ctx context.Context, js jetstream.JetStream, stream, subject st
 			return err
 		}
 		if n == 0 {
-			return fmt.Errorf("%d messages of %s did not arrive within %s", left, subject, fetchWait)
+			return fmt.Errorf("%d messages of %s did not arrive within %s", left, subjects[0], fetchWait)
 		}
 	}
 	return nil

@@ -144,7 +144,8 @@ type Config struct {
 	// them) or "memory" (this process only: one replica, lost at restart).
 	State string
 	// DataDir holds the embedded NATS server's JetStream store (state
-	// jetstream, no NATSURL). Default DefaultDataDir().
+	// jetstream, no NATSURL) and, with the JetStream state, the spool of
+	// decision records queued in an outage. Default DefaultDataDir().
 	DataDir string
 	// JSReplicas is how many copies the streams and the bucket keep on a
 	// JetStream cluster (1, 3 or 5). Default 1.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,9 @@ func TranscriptStreamName(prefix string) string {
 
 // jsSetupStep is the pause between attempts to set up the JetStream state.
 const jsSetupStep = 500 * time.Millisecond
+
+// jsSetupTimeout bounds one attempt to set up the JetStream state.
+const jsSetupTimeout = 20 * time.Second
 
 // errStateNotReady is what the book and the store answer until the
 // JetStream state is set up: the engine refuses, the service answers
@@ -198,6 +202,10 @@ func (s *Server) setUpJetStream(ctx context.Context) {
 		if err == nil {
 			close(s.js.ready)
 			s.updateFeedHealth()
+			// Then keep the engine's clock on NATS's (clock.go).
+			if js, err := jetstream.New(s.nc.Load()); err == nil {
+				s.clock.run(ctx, js, TranscriptStreamName(s.cfg.SubjectPrefix), s.log)
+			}
 			return
 		}
 		if ctx.Err() != nil {
@@ -228,7 +236,7 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	actx, cancel := context.WithTimeout(ctx, jsSetupTimeout)
 	defer cancel()
 	// Without JetStream every request below would time out; ask first, so
 	// that the cause is named.
@@ -241,14 +249,33 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	// A message larger than the limits let an event be is refused at the
 	// publish (the publisher's ack says so), never stored.
 	tcfg.MaxMsgSize = int32(min(c.Limits.MaxEventBytes(), 1<<30))
-	if _, err := js.CreateOrUpdateStream(actx, tcfg); err != nil {
-		return fmt.Errorf("transcript stream %s: %w", tstream, err)
+	// Replicas starting together each ensure the objects (jsobjects.go):
+	// no create is trusted to answer.
+	for _, obj := range []jsObject{
+		streamObject(js, tcfg),
+		streamObject(js, decisions.StreamConfig(DecisionStream, decisions.DefaultSubjectPrefix,
+			c.DecisionRetention, c.DecisionMaxBytes, int64(c.DecisionsPerCall), c.JSReplicas)),
+		bucketObject(js, dedupe.BucketConfig(StateBucket, c.JSReplicas)),
+	} {
+		if err := ensure(actx, s.log, obj); err != nil {
+			return err
+		}
 	}
-	if _, err := js.CreateOrUpdateStream(actx, decisions.StreamConfig(DecisionStream, decisions.DefaultSubjectPrefix,
-		c.DecisionRetention, c.DecisionMaxBytes, int64(c.DecisionsPerCall), c.JSReplicas)); err != nil {
-		return fmt.Errorf("decision stream %s: %w", DecisionStream, err)
+	// Bounded, and tried again: the bucket's stream may not have answered
+	// its info yet (jsobjects.go).
+	var kv jetstream.KeyValue
+	for {
+		rctx, cancel := context.WithTimeout(actx, ensureRequest)
+		kv, err = js.KeyValue(rctx, StateBucket)
+		cancel()
+		if err == nil || actx.Err() != nil {
+			break
+		}
+		select {
+		case <-actx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	kv, err := js.CreateOrUpdateKeyValue(actx, dedupe.BucketConfig(StateBucket, c.JSReplicas))
 	if err != nil {
 		return fmt.Errorf("state bucket %s: %w", StateBucket, err)
 	}
@@ -260,7 +287,15 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 		s.js.book.Store(book)
 	}
 	if s.js.store.Load() == nil {
-		s.js.store.Store(decisions.NewStream(js, DecisionStream, decisions.DefaultSubjectPrefix))
+		st := decisions.NewStream(js, DecisionStream, decisions.DefaultSubjectPrefix)
+		// Records queued in an outage survive a crash (spool.go).
+		spool := filepath.Join(c.DataDir, "spool")
+		if n, err := st.OpenSpool(spool); err != nil {
+			s.log.Warn("decision records queued in an outage are kept in memory only (they are in the decision log)", zap.Error(err))
+		} else if n > 0 {
+			s.log.Info("decision records left queued by an earlier run are stored again", zap.Int("records", n), zap.String("spool", spool))
+		}
+		s.js.store.Store(st)
 	}
 	if err := s.setUpLedger(actx, js); err != nil {
 		return err
@@ -276,6 +311,12 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 		// redeploy): the pipeline's publishers were connected to it and
 		// are reconnecting now.
 		s.startGrace("the embedded NATS server restarted on a transcript stream that holds events")
+	}
+	// The first Check already measures on NATS's clock (clock.go).
+	if off, err := s.clock.sample(actx, js, tstream); err != nil {
+		s.log.Warn("could not compare this replica's clock with NATS's yet; using its own", zap.Error(err))
+	} else {
+		s.log.Info("clock compared with NATS's", zap.Duration("offset", off))
 	}
 	s.log.Info("JetStream state set up",
 		zap.String("transcript_stream", tstream), zap.String("decision_stream", DecisionStream),

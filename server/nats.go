@@ -59,6 +59,11 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 		// The store survives restarts: a plain `go run ./cmd/yesguard`
 		// keeps its reservations, transcripts and records.
 		opts.JetStream = true
+		l, err := lockDataDir(s.cfg.DataDir) // released by stopNATSServer
+		if err != nil {
+			return err
+		}
+		s.dataDirLock = l
 		opts.StoreDir = filepath.Join(s.cfg.DataDir, "jetstream")
 		if err := os.MkdirAll(opts.StoreDir, 0o700); err != nil {
 			return fmt.Errorf("data_dir: %w", err)
@@ -66,6 +71,9 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 	}
 	ns, err := natsserver.NewServer(opts)
 	if err != nil {
+		if s.dataDirLock != nil {
+			_ = s.dataDirLock.Unlock()
+		}
 		return fmt.Errorf("nats_listen: embedded NATS server: %w", err)
 	}
 	nlog := &natsLogger{log: s.log.Named("nats-server")}
@@ -139,6 +147,10 @@ func (s *Server) natsOptions() []nats.Option {
 		nats.CustomInboxPrefix(InboxPrefix),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(natsReconnectWait),
+		// No publish is buffered while disconnected: it fails at once (a
+		// record is queued, a claim refused), and none is delivered late,
+		// after its Check was answered (red team findings 16, 17).
+		nats.ReconnectBufSize(-1),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			s.warnOpenNATS(nc) // first: a test waits for the next line
 			s.log.Info("NATS connected", zap.String("url", nc.ConnectedUrlRedacted()))
@@ -386,6 +398,9 @@ func (s *Server) stopNATSServer(ctx context.Context) error {
 	go func() {
 		s.ns.Shutdown()
 		s.ns.WaitForShutdown()
+		if s.dataDirLock != nil {
+			_ = s.dataDirLock.Unlock()
+		}
 		close(done)
 	}()
 	select {

@@ -43,6 +43,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gofrs/flock"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -115,6 +116,7 @@ type options struct {
 	tokens   *auth.Tokens
 	natsOpts []nats.Option
 	nsOpts   []func(*natsserver.Options)
+	local    func() time.Time // the host's wall clock (tests skew it); nil: time.Now
 }
 
 // WithEmbeddedNATSOptions edits the embedded NATS server's options after
@@ -206,6 +208,8 @@ type Server struct {
 
 	// Set by Start.
 	ns           *natsserver.Server
+	dataDirLock  *flock.Flock // the --data-dir's, while ns may use it (datadir.go)
+	clock        natsClock    // the engine's clock: NATS's, with the JetStream state (clock.go)
 	nc           atomic.Pointer[nats.Conn]
 	ncClosed     chan struct{} // closed by the connection's closed handler
 	ncClosedOnce sync.Once
@@ -258,6 +262,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	}
 
 	s := &Server{cfg: cfg, log: o.log, grpcOpts: o.grpcOpts, natsOpts: o.natsOpts, nsOpts: o.nsOpts, ncClosed: make(chan struct{}), errc: make(chan error, 1)}
+	s.clock.local = o.local
 	if s.log == nil {
 		log, err := NewLogger(cfg.LogLevel, nil, false)
 		if err != nil {
@@ -323,6 +328,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		Book:       s.book,
 		Feed:       s.feedState,
 		Settle:     s.settle,
+		Now:        s.clock.Now,
 		Registerer: reg,
 		Logger:     s.log.Named("guard"),
 	})
