@@ -148,6 +148,21 @@ func (id Identity) String() string {
 	return strings.Join(parts, ", ")
 }
 
+// Owner names the caller as the holder of what its calls reserve (an
+// ALLOW's reservation): its token's name when it has one, else its client
+// certificate's subject, else "" (a guard without tokens or client
+// certificates: every caller is the one identity). Token and certificate
+// names live in separate namespaces, so neither can pose as the other.
+func (id Identity) Owner() string {
+	switch {
+	case id.TokenName != "":
+		return "token:" + id.TokenName
+	case id.ClientSubject != "":
+		return "cert:" + id.ClientSubject
+	}
+	return ""
+}
+
 // identityKey is the context key of an Identity.
 type identityKey struct{}
 

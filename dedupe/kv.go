@@ -100,6 +100,9 @@ type kvReservationValue struct {
 	ItemWindow int64           `json:"iw,omitempty"`
 	Done       bool            `json:"done,omitempty"`
 	Result     json.RawMessage `json:"r,omitempty"`
+	// Owner is Request.Owner: only it may Complete (every replica reads
+	// it from here).
+	Owner string `json:"o,omitempty"`
 }
 
 // kvUse is one item record.
@@ -361,7 +364,7 @@ func (b *KV) Allow(ctx context.Context, req Request) (Verdict, Reservation, erro
 	rkey := reservationKey(req.Key)
 	val := kvReservationValue{
 		DecisionID: req.DecisionID, CallID: req.Key.CallID, Tool: req.Key.Tool, ArgsHash: req.Key.ArgsHash,
-		Reserved: req.Now.UnixNano(), Window: int64(req.Window),
+		Reserved: req.Now.UnixNano(), Window: int64(req.Window), Owner: req.Owner,
 	}
 	if req.TurnID != 0 && req.EvidenceTTL > 0 {
 		val.TurnID, val.TurnTTL = req.TurnID, int64(req.EvidenceTTL)
@@ -672,7 +675,7 @@ func (b *KV) streamName() string {
 
 // Complete records the result by compare-and-set on the reservation's
 // revision; failed deletes it, and its evidence use and item record.
-func (b *KV) Complete(ctx context.Context, decisionID string, result *structpb.Struct, failed bool) (Key, error) {
+func (b *KV) Complete(ctx context.Context, decisionID, owner string, result *structpb.Struct, failed bool) (Key, error) {
 	for range 8 {
 		key, m, err := b.find(ctx, decisionID)
 		if err != nil {
@@ -683,6 +686,9 @@ func (b *KV) Complete(ctx context.Context, decisionID string, result *structpb.S
 		}
 		v := *m.res
 		k := Key{CallID: v.CallID, Tool: v.Tool, ArgsHash: v.ArgsHash}
+		if !mayComplete(v.Owner, owner) {
+			return k, ErrNotOwner
+		}
 		if v.Done {
 			return k, ErrAlreadyCompleted
 		}

@@ -88,9 +88,7 @@ func newApprovalHarness(t testing.TB, ledger approval.Redeemer, keys ...approval
 
 // pipeline is a context carrying the identity the interceptors give a
 // guard without tokens.
-func pipeline(t testing.TB) context.Context {
-	return auth.NewContext(t.Context(), auth.Identity{NoTokens: true})
-}
+func pipeline(t testing.TB) context.Context { return pipelineCtx(t) }
 
 // allow has the caller confirm an appeal on call and returns the ALLOW.
 func (a *approvalHarness) allow(call string) *yesguardv1.CheckResponse {

@@ -43,6 +43,7 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 		return nil, s.invalid(fmt.Errorf("args: %w", err))
 	}
 	hash := approval.ArgsHash(argsJSON)
+	caller, _ := auth.FromContext(ctx)
 	v := s.cfg.Engine.Check(ctx, guard.Request{
 		CallID:         req.GetCallId(),
 		Tool:           req.GetTool(),
@@ -52,6 +53,7 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 		ResponseID:     req.GetResponseId(),
 		RespondingToMS: req.GetRespondingToMs(),
 		Wait:           time.Duration(req.GetWaitMs()) * time.Millisecond,
+		Owner:          caller.Owner(),
 	})
 	token, claims := s.issue(ctx, req, hash, v)
 	d := &yesguardv1.Decision{

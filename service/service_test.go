@@ -110,7 +110,7 @@ func (h *harness) checkErr(call, tool string, args map[string]any, full bool) (*
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return h.svc.Check(context.Background(), &yesguardv1.CheckRequest{CallId: call, Tool: tool, Args: st, IncludeEvidence: full})
+	return h.svc.Check(pipelineCtx(h.t), &yesguardv1.CheckRequest{CallId: call, Tool: tool, Args: st, IncludeEvidence: full})
 }
 
 func TestMalformedCheck(t *testing.T) {
@@ -304,7 +304,7 @@ func TestListDecisionsPages(t *testing.T) {
 
 // pipelineCtx is a context whose caller the interceptors found to hold
 // the pipeline role, as they do for Complete.
-func pipelineCtx(t *testing.T) context.Context {
+func pipelineCtx(t testing.TB) context.Context {
 	return auth.NewContext(t.Context(), auth.Identity{TokenName: "pipe", Roles: []auth.Role{auth.RolePipeline}})
 }
 
