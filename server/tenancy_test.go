@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +14,9 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/auth"
+	"github.com/yesguard/yesguard/probe"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/transcript"
 )
 
 // TestCompleteBelongsToWhoGotTheAllow (red team F2, F2b): of two pipeline
@@ -66,5 +70,81 @@ func TestCompleteBelongsToWhoGotTheAllow(t *testing.T) {
 	}
 	if _, err := client.Complete(p2, &yesguardv1.CompleteRequest{Approval: resp.GetApproval(), Result: fake}); err != nil {
 		t.Errorf("pipe2's Complete with the ALLOW's approval: %v, want it taken", err)
+	}
+}
+
+// TestTokensBoundToTheirCalls (red team F7): a token bound to call-id
+// prefixes (calls: in the token file) is PermissionDenied, counted, on any
+// other call: Check (which would quote the call's latest turns), Redeem,
+// Complete with the approval, ListDecisions. And the Check answer's
+// evidence is redacted by the same rules as the records, so a pipeline
+// reads no more of its own call than an auditor does.
+func TestTokensBoundToTheirCalls(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.yaml")
+	toks := map[string]string{"a": auth.NewToken(), "b": auth.NewToken(), "audit-b": auth.NewToken()}
+	file := "tokens:\n" +
+		auth.TokenEntry("a", toks["a"], []auth.Role{auth.RolePipeline}) + "    calls: [\"tenant-a-\"]\n" +
+		auth.TokenEntry("b", toks["b"], []auth.Role{auth.RolePipeline}) + "    calls: [\"tenant-b-\", \"tb-\"]\n" +
+		auth.TokenEntry("audit-b", toks["audit-b"], []auth.Role{auth.RoleAuditor}) + "    calls: [\"tenant-b-\"]\n"
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, reg, _ := startConfigured(t, func(c *Config) { c.GRPCTokens = path; c.RedactDigits = 4 })
+	client := yesguardv1.NewGuardClient(plainClient(t, srv.GRPCAddr()))
+	pub, err := nats.Connect(srv.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, b := bearer(ctx, toks["a"]), bearer(ctx, toks["b"])
+
+	const call = "tenant-a-1"
+	for i, ev := range []transcript.Event{
+		{CallID: call, Seq: 1, Speaker: transcript.Agent, Type: transcript.TypeTranscript, Final: true, Text: "Can you confirm your card number for the payment?"},
+		{CallID: call, Seq: 2, Speaker: transcript.Caller, Type: transcript.TypeTranscript, Final: true, Text: "Sure, it is 4242 4242 4242 4242, and my PIN is 1234."},
+	} {
+		if err := probe.Publish(pub, DefaultSubjectPrefix, ev); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	if err := pub.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	probeReq := &yesguardv1.CheckRequest{CallId: call, Tool: "any_tool", IncludeEvidence: true, WaitMs: 2000}
+	if resp, err := client.Check(b, probeReq); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("tenant b's Check on tenant a's call: %v, %v; want PermissionDenied", resp, err)
+	}
+	own, err := client.Check(a, probeReq)
+	if err != nil {
+		t.Fatalf("tenant a's Check on its call: %v", err)
+	}
+	if text := own.String(); strings.Contains(text, "4242") || strings.Contains(text, "1234") {
+		t.Errorf("the Check answer quotes the caller's digits unredacted: %s", text)
+	}
+	if !strings.Contains(own.GetEvidence().String(), "####") {
+		t.Errorf("the Check answer's evidence shows no masked digits: %v", own.GetEvidence())
+	}
+
+	resp, err := askYes(t, pub, client, a, "tenant-a-2")
+	if err != nil || resp.GetApproval() == "" {
+		t.Fatalf("tenant a's ALLOW: %v, %v", resp, err)
+	}
+	args, _ := structpb.NewStruct(map[string]any{"appeal_id": "A-17"})
+	if _, err := client.Redeem(b, &yesguardv1.RedeemRequest{Approval: resp.GetApproval(), Args: args}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("tenant b's Redeem of tenant a's approval: %v, want PermissionDenied", err)
+	}
+	if _, err := client.Complete(b, &yesguardv1.CompleteRequest{Approval: resp.GetApproval(), Failed: true}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("tenant b's Complete with tenant a's approval: %v, want PermissionDenied", err)
+	}
+	if _, err := client.ListDecisions(bearer(ctx, toks["audit-b"]), &yesguardv1.ListDecisionsRequest{CallId: call}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("tenant b's auditor reading tenant a's call: %v, want PermissionDenied", err)
+	}
+	if got := labelled(t, reg, "yesguard_guard_check_errors_total", "code", "PermissionDenied"); got != 4 {
+		t.Errorf("check_errors_total{code=PermissionDenied} = %v, want 4", got)
+	}
+	if r, err := client.Redeem(a, &yesguardv1.RedeemRequest{Approval: resp.GetApproval(), Args: args}); err != nil || r.GetReason() != yesguardv1.Reason_REASON_REDEEMED {
+		t.Errorf("tenant a's own Redeem: %v, %v", r, err)
 	}
 }

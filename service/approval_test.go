@@ -283,7 +283,7 @@ func TestRedeemReasons(t *testing.T) {
 		}
 	}
 	// ListDecisions shows the life of the action: allowed, then redeemed.
-	list, err := a.svc.ListDecisions(t.Context(), &yesguardv1.ListDecisionsRequest{CallId: "c1"})
+	list, err := a.svc.ListDecisions(pipelineCtx(t), &yesguardv1.ListDecisionsRequest{CallId: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,11 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 		resultJSON = b
 	}
 	owner := dedupe.AnyOwner
-	if claims == nil {
+	if claims != nil {
+		if err := s.requireCall(ctx, claims.CallID); err != nil {
+			return nil, err
+		}
+	} else {
 		caller, _ := auth.FromContext(ctx)
 		owner = caller.Owner()
 	}
@@ -133,6 +137,9 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 func (s *Service) ListDecisions(ctx context.Context, req *yesguardv1.ListDecisionsRequest) (*yesguardv1.ListDecisionsResponse, error) {
 	if err := validateID("call_id", req.GetCallId(), true); err != nil {
 		return nil, s.invalid(err)
+	}
+	if err := s.requireCall(ctx, req.GetCallId()); err != nil {
+		return nil, err
 	}
 	if req.GetPageSize() < 0 {
 		return nil, s.invalid(errors.New("page_size: must not be negative"))
