@@ -170,7 +170,8 @@ func (s *Server) logSecurity() {
 	}
 	s.log.Info("security", fields...)
 	if s.tokens == nil && !auth.IsLoopbackTarget(c.GRPCAddr) {
-		s.log.Warn("gRPC listens beyond the loopback without --grpc-tokens: anyone who reaches it can ask for decisions, "+
+		// Only with --insecure-no-auth (Validate refuses it otherwise).
+		s.log.Warn("--insecure-no-auth: gRPC listens beyond the loopback without --grpc-tokens: anyone who reaches it can ask for decisions, "+
 			"free reservations (Complete) and read every call (ListDecisions). Set --grpc-tokens (docs/security.md)",
 			zap.String("grpc_addr", c.GRPCAddr))
 	}
