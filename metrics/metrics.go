@@ -132,6 +132,8 @@ var (
 		"Reloads (SIGHUP) that failed, by what: policy (with the locales), tokens, tls, approval_keys. What failed keeps what it had.", "what")
 	RedactionErrors = series(Counter, "decision", "redaction_errors_total",
 		"Decision records whose args or result could not be parsed for redaction; the copy written lost them whole.")
+	PagesHostRefused = series(Counter, "http", "pages_host_refused_total",
+		"Requests for the /calls pages refused (421) because, without tokens, their Host was not a loopback name: a DNS rebinding attempt or a misaddressed browser.")
 	// auth (the gRPC interceptors; package auth builds this collector).
 	AuthRefused = series(Counter, "grpc", "auth_refused_total",
 		"gRPC calls refused by authentication or authorisation, by method and code (Unauthenticated: no or unknown token; PermissionDenied: a token without the method's role, or a method no role may call).", "method", "code")
@@ -147,7 +149,7 @@ var catalogue = []Series{
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations,
 	NATSConnected, NATSReconnects, NATSErrors,
-	AuthRefused, ReloadErrors, RedactionErrors,
+	AuthRefused, ReloadErrors, RedactionErrors, PagesHostRefused,
 	BuildInfo,
 }
 

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -146,5 +151,91 @@ func TestTokensBoundToTheirCalls(t *testing.T) {
 	}
 	if r, err := client.Redeem(a, &yesguardv1.RedeemRequest{Approval: resp.GetApproval(), Args: args}); err != nil || r.GetReason() != yesguardv1.Reason_REASON_REDEEMED {
 		t.Errorf("tenant a's own Redeem: %v, %v", r, err)
+	}
+}
+
+// TestPagesRefuseForeignHostsWithoutTokens (red team F11): the loopback
+// default's pages answer only loopback Host names, so a web page that
+// rebinds its own name to 127.0.0.1 cannot read the calls; a refusal is
+// 421 and counted. /metrics and /healthz are not pages and stay as they
+// are; with tokens the pages are behind the auditor token instead.
+func TestPagesRefuseForeignHostsWithoutTokens(t *testing.T) {
+	srv, reg, _ := startConfigured(t, nil)
+	_, port, _ := net.SplitHostPort(srv.HTTPAddr())
+	for host, want := range map[string]int{
+		"attacker.example:" + port: http.StatusMisdirectedRequest,
+		"attacker.example":         http.StatusMisdirectedRequest,
+		"127.0.0.1.nip.io:" + port: http.StatusMisdirectedRequest,
+		"127.0.0.1:" + port:        http.StatusOK,
+		"localhost:" + port:        http.StatusOK,
+		"[::1]:" + port:            http.StatusOK,
+	} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+srv.HTTPAddr()+"/calls", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("/calls with Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+	if got := unlabelled(t, reg, "yesguard_http_pages_host_refused_total"); got != 3 {
+		t.Errorf("pages_host_refused_total = %v, want 3", got)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+srv.HTTPAddr()+"/healthz", nil)
+	req.Host = "yesguard:9090"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz by another name: %v, %v; want 200", resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
+}
+
+// unlabelled is the value of a series without labels.
+func unlabelled(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return metricValue(mf.GetMetric()[0])
+		}
+	}
+	return 0
+}
+
+// TestMutualTLSWarnsThePagesAreNotCovered (red team F6): with
+// --grpc-client-ca and the pages on, the guard says at start-up that the
+// pages take the auditor token without a client certificate.
+func TestMutualTLSWarnsThePagesAreNotCovered(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, dir, "guard")
+	cert, key := ca.issue(t, dir, "server", 2, true)
+	path := filepath.Join(dir, "tokens.yaml")
+	writeTokens(t, path, map[string][]auth.Role{"audit": {auth.RoleAuditor}})
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", DecisionLog: filepath.Join(dir, "d.log"), DataDir: t.TempDir(),
+		GRPCTokens: path, GRPCTLSCert: cert, GRPCTLSKey: key, GRPCClientCA: ca.file}
+	srv, err := New(cfg, WithRegistry(prometheus.NewRegistry()), WithLogger(zap.New(core)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_ = srv.Stop(ctx)
+	})
+	if n := logs.FilterMessageSnippet("--grpc-client-ca covers gRPC only").Len(); n != 1 {
+		t.Errorf("%d warnings that mutual TLS does not cover the pages, want 1: %v", n, logs.All())
 	}
 }
