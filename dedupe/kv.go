@@ -47,6 +47,7 @@ type KV struct {
 	prefix string // the bucket's subject prefix, "$KV.<bucket>."
 
 	reservations prometheus.Gauge
+	unreadable   prometheus.Counter // item records that did not decode
 
 	mu   sync.Mutex
 	keys map[string]*mirrored // by key
@@ -73,6 +74,11 @@ type mirrored struct {
 	at      time.Time // when the mirror applied it, for sweeping tombstones
 	res     *kvReservationValue
 	uses    []kvUse // item records
+	// badItem is when an item record that did not decode was written
+	// (unix ns; 0 for a good one): it counts as a live use for the
+	// quantity window from then (unreadableItemLive), so a poisoned
+	// record fails closed.
+	badItem int64
 	// evidence names the decision of an evidence use; evArgs is the
 	// arguments' hash it allowed, evFailed set once that action failed.
 	evidence string
@@ -131,6 +137,7 @@ func NewKV(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, r
 	b := &KV{
 		kv: kv, js: js, prefix: "$KV." + kv.Bucket() + ".",
 		reservations: metrics.NewGauge(nil, metrics.Reservations), // registered once the book works
+		unreadable:   metrics.NewCounter(nil, metrics.DedupeUnreadable),
 		keys:         map[string]*mirrored{},
 		byDecision:   map[string]string{},
 		waiters:      map[string]chan struct{}{},
@@ -152,7 +159,7 @@ func NewKV(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, r
 	select {
 	case <-b.ready:
 		if reg != nil {
-			reg.MustRegister(b.reservations)
+			reg.MustRegister(b.reservations, b.unreadable)
 		}
 		return b, nil
 	case <-ctx.Done():
@@ -203,7 +210,10 @@ func (b *KV) apply(e jetstream.KeyValueEntry) {
 				m.evidence, m.evArgs, m.evFailed = v.DecisionID, v.ArgsHash, v.Failed
 			}
 		case 'i':
-			_ = json.Unmarshal(e.Value(), &m.uses)
+			if json.Unmarshal(e.Value(), &m.uses) != nil {
+				m.uses, m.badItem = nil, e.Created().UnixNano()
+				b.unreadable.Inc()
+			}
 		}
 	}
 	b.mu.Lock()
@@ -313,9 +323,21 @@ func (b *KV) checkLocked(req *Request) (Verdict, Reservation, error) {
 			if u, ok := liveUse(m.uses, now); ok {
 				return QuantityRepeat, b.handleOf(u.DecisionID), nil
 			}
+			if m.badItem != 0 && unreadableItemLive(m.badItem, req) {
+				return QuantityRepeat, b.handleOf(""), nil
+			}
 		}
 	}
 	return OK, nil, nil
+}
+
+// unreadableItemLive reports whether an item record that did not decode,
+// written at written (unix ns), still counts as a live use for req: for
+// the quantity window from its write. Fail closed, and bounded: the same
+// item again is QUANTITY_REPEAT until then, never allowed on a record the
+// guard cannot read.
+func unreadableItemLive(written int64, req *Request) bool {
+	return req.Now.UnixNano() < written+int64(req.ItemWindow)
 }
 
 func liveUse(uses []kvUse, now time.Time) (kvUse, bool) {
@@ -531,7 +553,17 @@ func (b *KV) recordItem(ctx context.Context, req *Request) (Verdict, Reservation
 		switch {
 		case err == nil:
 			rev = e.Revision()
-			_ = json.Unmarshal(e.Value(), &uses)
+			if json.Unmarshal(e.Value(), &uses) != nil {
+				// Not a record this guard wrote: a live use until its
+				// window from the write ends (counted by the mirror).
+				if !req.ExplicitQuantity && unreadableItemLive(e.Created().UnixNano(), req) {
+					b.mu.Lock()
+					h := b.handleOf("")
+					b.mu.Unlock()
+					return QuantityRepeat, h, nil
+				}
+				uses = nil
+			}
 		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 		default:
 			return OK, nil, fmt.Errorf("read the item record: %w", err)

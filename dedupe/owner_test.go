@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/yesguard/yesguard/internal/natstest"
 )
 
@@ -56,5 +58,70 @@ func TestCompleteOnlyByOwner(t *testing.T) {
 				t.Errorf("Complete by AnyOwner: %v", err)
 			}
 		})
+	}
+}
+
+// TestKVUnreadableItemRecordFailsClosed (red team F10): an item record
+// that does not decode (here a JetStream PubAck, as a publish's reply
+// subject can write one) counts as a live use for the quantity window
+// from its write, in the mirror (Lookup) and at the claim (Allow), on
+// every replica; it is counted; and an explicit quantity still goes
+// through.
+func TestKVUnreadableItemRecordFailsClosed(t *testing.T) {
+	ns := natstest.JetStream(t)
+	a, b := replicaBook(t, ns.ClientURL()), replicaBook(t, ns.ClientURL())
+	item := func(id string) Request {
+		// Each with other arguments (a note), the same item.
+		r := kvRequest(id, "poisoned", 0)
+		r.Key.Tool, r.Key.ArgsHash, r.Item, r.ItemWindow = "add_item", "h-"+id, `sku="SKU-1"`, 8*time.Second
+		return r
+	}
+	if v, _, err := a.Allow(t.Context(), item("i1")); err != nil || v != OK {
+		t.Fatalf("first add: %v, %v", v, err)
+	}
+	key := itemKeyOf("poisoned", "add_item", `sku="SKU-1"`)
+	if _, err := a.kv.Put(t.Context(), key, []byte(`{"stream":"YESGUARD_TRANSCRIPT","seq":42}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until both mirrors applied the poisoned revision.
+	for _, bk := range []*KV{a, b} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			bk.mu.Lock()
+			m := bk.keys[key]
+			bad := m != nil && m.badItem != 0
+			bk.mu.Unlock()
+			if bad {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the mirror never applied the poisoned item record")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for name, bk := range map[string]*KV{"a": a, "b": b} {
+		if v, _, err := bk.Lookup(t.Context(), item("i2")); err != nil || v != QuantityRepeat {
+			t.Errorf("replica %s Lookup on the poisoned record: %v, %v; want QuantityRepeat", name, v, err)
+		}
+		if v, _, err := bk.recordItem(t.Context(), func() *Request { r := item("i3"); return &r }()); err != nil || v != QuantityRepeat {
+			t.Errorf("replica %s recordItem on the poisoned record: %v, %v; want QuantityRepeat", name, v, err)
+		}
+		if got := testutil.ToFloat64(bk.unreadable); got != 1 {
+			t.Errorf("replica %s counted %v unreadable records, want 1", name, got)
+		}
+	}
+	explicit := item("i4")
+	explicit.ExplicitQuantity = true
+	if v, _, err := b.Allow(t.Context(), explicit); err != nil || v != OK {
+		t.Errorf("an explicit quantity on the poisoned record: %v, %v; want OK", v, err)
+	}
+	late := item("i5")
+	late.Now = time.Now().Add(9 * time.Second)
+	if _, err := b.kv.Put(t.Context(), key, []byte(`junk`)); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, err := b.recordItem(t.Context(), &late); err != nil || v != OK {
+		t.Errorf("past the window from the write: %v, %v; want OK (bounded)", v, err)
 	}
 }

@@ -120,6 +120,8 @@ var (
 	// dedupe.
 	Reservations = series(Gauge, "dedupe", "reservations",
 		"Allowed actions held for duplicate detection.")
+	DedupeUnreadable = series(Counter, "dedupe", "unreadable_records_total",
+		"Item records in the state bucket that did not decode (not written by a guard): each counts as a live use for the quantity window, so the same item is not recorded again.")
 
 	// server.
 	NATSConnected = series(Gauge, "nats", "connected",
@@ -147,7 +149,7 @@ var catalogue = []Series{
 	DecisionLogDropped, DecisionLogWritten,
 	Events, EventsRejected, LimitHits, ActiveCalls, CallsEvicted, StoreBytes, TranscriptCaughtUp, TranscriptPending,
 	DecisionsQueued, DecisionsDropped,
-	DedupeHits, Reservations,
+	DedupeHits, Reservations, DedupeUnreadable,
 	NATSConnected, NATSReconnects, NATSErrors,
 	AuthRefused, ReloadErrors, RedactionErrors, PagesHostRefused,
 	BuildInfo,
