@@ -239,3 +239,69 @@ func TestMutualTLSWarnsThePagesAreNotCovered(t *testing.T) {
 		t.Errorf("%d warnings that mutual TLS does not cover the pages, want 1: %v", n, logs.All())
 	}
 }
+
+// TestDigitRedactionThroughTheServer (red team F3, F4): with
+// --redact-digits 4, digit strings as speech-to-text writes them ("4, 2,
+// 4, 2", " - ", en dash, two spaces, '_') and the digits of argument and
+// result strings are masked in what an auditor reads back.
+func TestDigitRedactionThroughTheServer(t *testing.T) {
+	srv, _, logPath := startConfigured(t, func(c *Config) { c.RedactDigits = 4 })
+	client := yesguardv1.NewGuardClient(plainClient(t, srv.GRPCAddr()))
+	pub, err := nats.Connect(srv.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const call = "digits-1"
+	for i, ev := range []transcript.Event{
+		{CallID: call, Seq: 1, Speaker: transcript.Agent, Type: transcript.TypeTranscript, Final: true, Text: "Shall I submit your appeal A-17 now?"},
+		{CallID: call, Seq: 2, Speaker: transcript.Caller, Type: transcript.TypeTranscript, Final: true,
+			Text: "Yes. a:4, 2, 4, 2, 4, 2, 4, 2 b:42 - 42 - 42 - 42 c:424–242–424 d:42  42  42  42 e:42_42_42_42"},
+	} {
+		if err := probe.Publish(pub, DefaultSubjectPrefix, ev); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	if err := pub.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := structpb.NewStruct(map[string]any{"appeal_id": "A-17", "note": "4111 1111 1111 1111"})
+	resp, err := client.Check(ctx, &yesguardv1.CheckRequest{CallId: call, Tool: "submit_appeal", Args: args, WaitMs: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetOutcome() == yesguardv1.Outcome_OUTCOME_ALLOW {
+		result, _ := structpb.NewStruct(map[string]any{"receipt": "card 6011 1111 1111 1117 charged"})
+		if _, err := client.Complete(ctx, &yesguardv1.CompleteRequest{DecisionId: resp.GetDecisionId(), Result: result}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := client.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: call, IncludeTranscript: true})
+	if err != nil || len(list.GetDecisions()) == 0 {
+		t.Fatalf("ListDecisions: %v, %v", list, err)
+	}
+	read := list.String()
+	for _, leak := range []string{"4, 2, 4, 2", "42 - 42", "424–242", "42  42", "42_42", "4111", "6011"} {
+		if strings.Contains(read, leak) {
+			t.Errorf("%q survives redaction in ListDecisions: %s", leak, read)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(logPath)
+		if strings.Contains(string(b), resp.GetDecisionId()) {
+			for _, leak := range []string{"4, 2, 4, 2", "4111", "42_42"} {
+				if strings.Contains(string(b), leak) {
+					t.Errorf("%q survives redaction in the decision log", leak)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the decision never reached the log")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
