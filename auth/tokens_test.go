@@ -193,6 +193,7 @@ func FuzzParseTokens(f *testing.F) {
 	f.Add([]byte("tokens:\n  - {name: a, sha256: " + HashToken("x") + ", roles: [auditor, pipeline]}\n"))
 	f.Add([]byte("tokens: [\n"))
 	f.Add([]byte("tokens:\n  - name: &a x\n    sha256: *a\n"))
+	f.Add([]byte("tokens:\n  - {name: a, sha256: " + HashToken("x") + ", roles: [pipeline], calls: [\"tenant-a-\", \"\"]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		set, err := ParseTokens(data, "fuzz.yaml")
 		if err != nil {
@@ -204,6 +205,11 @@ func FuzzParseTokens(f *testing.F) {
 		for _, tok := range set.tokens {
 			if !ValidTokenName(tok.Name) || len(tok.Roles) == 0 {
 				t.Fatalf("parsed an invalid entry %+v", tok)
+			}
+			for _, p := range tok.Calls {
+				if p == "" || strings.ContainsAny(p, ".*> \t\r\n") {
+					t.Fatalf("parsed a call prefix no call id could start with: %q", p)
+				}
 			}
 		}
 	})
