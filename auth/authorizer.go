@@ -106,6 +106,9 @@ type Identity struct {
 	TokenName string
 	// Roles are the token's roles.
 	Roles []Role
+	// Calls are the token's call-id prefixes (Token.Calls); empty, every
+	// call.
+	Calls []string
 	// ClientSubject is the subject of the client certificate the TLS
 	// handshake verified; empty without mutual TLS.
 	ClientSubject string
@@ -130,6 +133,36 @@ func (id Identity) Has(r Role) bool {
 	return false
 }
 
+// MayCall reports whether the caller may act on, or read, call callID:
+// always without tokens or for a token bound to no calls, else only when
+// callID starts with one of the token's prefixes.
+func (id Identity) MayCall(callID string) bool {
+	if id.NoTokens || len(id.Calls) == 0 {
+		return true
+	}
+	for _, p := range id.Calls {
+		if strings.HasPrefix(callID, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// RequireCall is the service's check of a call id against the caller's
+// token (MayCall): PermissionDenied, saying which calls the token has,
+// unless it may. A context without an Identity is refused.
+func RequireCall(ctx context.Context, callID string) error {
+	id, ok := FromContext(ctx)
+	if !ok {
+		return status.Error(codes.PermissionDenied, "no caller identity: the guard's authorisation is not installed")
+	}
+	if !id.MayCall(callID) {
+		return status.Errorf(codes.PermissionDenied, "%s may act only on calls whose id starts with %q, not on call %q: use the token of that call's tenant",
+			id, id.Calls, callID)
+	}
+	return nil
+}
+
 // String describes the caller for a log line: the token's name and roles
 // and the certificate's subject, never the token.
 func (id Identity) String() string {
@@ -146,6 +179,21 @@ func (id Identity) String() string {
 		parts = append(parts, "cert "+id.ClientSubject)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Owner names the caller as the holder of what its calls reserve (an
+// ALLOW's reservation): its token's name when it has one, else its client
+// certificate's subject, else "" (a guard without tokens or client
+// certificates: every caller is the one identity). Token and certificate
+// names live in separate namespaces, so neither can pose as the other.
+func (id Identity) Owner() string {
+	switch {
+	case id.TokenName != "":
+		return "token:" + id.TokenName
+	case id.ClientSubject != "":
+		return "cert:" + id.ClientSubject
+	}
+	return ""
 }
 
 // identityKey is the context key of an Identity.
@@ -273,7 +321,7 @@ func (a *Authorizer) Authorize(ctx context.Context, method string) (Identity, er
 			"the bearer token is not one this guard knows (mistyped, revoked, or for another deployment); "+
 				"ask the guard's operator for a token and send it as 'authorization: Bearer <token>'")
 	}
-	id.TokenName, id.Roles = tok.Name, tok.Roles
+	id.TokenName, id.Roles, id.Calls = tok.Name, tok.Roles, tok.Calls
 	if access.kind == accessRole && !tok.Has(access.role) {
 		return id, a.refuse(ctx, method, id, codes.PermissionDenied,
 			fmt.Sprintf("token %q has roles [%s]; %s needs the %s role: call it with a %s token",

@@ -69,6 +69,10 @@ type Token struct {
 	// token itself.
 	Name  string
 	Roles []Role
+	// Calls, when not empty, binds the token to the calls whose id starts
+	// with one of these prefixes (a tenant's): a call on any other is
+	// PermissionDenied (Identity.MayCall). Empty: every call.
+	Calls []string
 	sum   [sha256.Size]byte
 }
 
@@ -127,6 +131,10 @@ type Tokens struct {
 //	  - name: audit-team
 //	    sha256: 9c56cc51...
 //	    roles: [auditor]
+//	  - name: tenant-a
+//	    sha256: 5e884898...
+//	    roles: [pipeline]
+//	    calls: ["tenant-a-"]       # optional: only calls whose id starts so
 //
 // Every problem is reported at once, each as path:line: field: what is
 // wrong. A file with no tokens is an error (it would lock every client
@@ -276,8 +284,10 @@ func (p *tokenParser) entry(field string, n *yaml.Node) (Token, bool) {
 			}
 		case "roles":
 			tok.Roles = p.roles(key, v)
+		case "calls":
+			tok.Calls = p.calls(key, v)
 		default:
-			p.errf(k, "%s: unknown key (want name, sha256, roles)", key)
+			p.errf(k, "%s: unknown key (want name, sha256, roles, calls)", key)
 		}
 	}
 	for _, k := range []string{"name", "sha256", "roles"} {
@@ -307,6 +317,31 @@ func (p *tokenParser) roles(key string, v *yaml.Node) []Role {
 	}
 	return out
 }
+
+// calls parses a token's call-id prefixes: a non-empty list (an empty one
+// would grant no call, which is more often a mistake than an intent) of
+// non-empty prefixes that a call id could start with.
+func (p *tokenParser) calls(key string, v *yaml.Node) []string {
+	if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+		p.errf(v, "%s: want a list of one or more call-id prefixes, e.g. [\"tenant-a-\"]; leave calls out for every call", key)
+		return nil
+	}
+	var out []string
+	for j, c := range v.Content {
+		switch {
+		case c.Kind != yaml.ScalarNode || c.Value == "" || len(c.Value) > maxCallPrefix:
+			p.errf(c, "%s[%d]: want a call-id prefix of 1 to %d bytes", key, j, maxCallPrefix)
+		case strings.ContainsAny(c.Value, ".*> \t\r\n"):
+			p.errf(c, "%s[%d]: %q: a call id holds no '.', '*', '>' or spaces, so no call would match", key, j, c.Value)
+		default:
+			out = append(out, c.Value)
+		}
+	}
+	return out
+}
+
+// maxCallPrefix is the longest call-id prefix: a call id's own bound.
+const maxCallPrefix = 128
 
 func roleList() string { return joinRoles(roles(), ", ") }
 

@@ -193,6 +193,7 @@ func FuzzParseTokens(f *testing.F) {
 	f.Add([]byte("tokens:\n  - {name: a, sha256: " + HashToken("x") + ", roles: [auditor, pipeline]}\n"))
 	f.Add([]byte("tokens: [\n"))
 	f.Add([]byte("tokens:\n  - name: &a x\n    sha256: *a\n"))
+	f.Add([]byte("tokens:\n  - {name: a, sha256: " + HashToken("x") + ", roles: [pipeline], calls: [\"tenant-a-\", \"\"]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		set, err := ParseTokens(data, "fuzz.yaml")
 		if err != nil {
@@ -205,6 +206,35 @@ func FuzzParseTokens(f *testing.F) {
 			if !ValidTokenName(tok.Name) || len(tok.Roles) == 0 {
 				t.Fatalf("parsed an invalid entry %+v", tok)
 			}
+			for _, p := range tok.Calls {
+				if p == "" || strings.ContainsAny(p, ".*> \t\r\n") {
+					t.Fatalf("parsed a call prefix no call id could start with: %q", p)
+				}
+			}
 		}
 	})
+}
+
+// TestTokenCalls: a token's calls: binds it to call-id prefixes; an empty
+// list, an empty prefix or one no call id could start with is refused.
+func TestTokenCalls(t *testing.T) {
+	entry := TokenEntry("t", NewToken(), []Role{RolePipeline})
+	set, err := ParseTokens([]byte("tokens:\n"+entry+"    calls: [\"tenant-a-\", \"ta-\"]\n"), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := Identity{TokenName: "t", Calls: set.tokens[0].Calls}
+	for call, want := range map[string]bool{"tenant-a-1": true, "ta-9": true, "tenant-b-1": false, "tenant-": false} {
+		if got := id.MayCall(call); got != want {
+			t.Errorf("MayCall(%q) = %v, want %v", call, got, want)
+		}
+	}
+	if !(Identity{NoTokens: true}).MayCall("x") || !(Identity{TokenName: "u"}).MayCall("x") {
+		t.Error("a guard without tokens, or a token bound to no calls, must reach every call")
+	}
+	for _, bad := range []string{"[]", `[""]`, `["a.b"]`, `["a b"]`, "x"} {
+		if _, err := ParseTokens([]byte("tokens:\n"+entry+"    calls: "+bad+"\n"), "f"); err == nil || !strings.Contains(err.Error(), "calls") {
+			t.Errorf("calls: %s: %v, want an error naming calls", bad, err)
+		}
+	}
 }

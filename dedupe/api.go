@@ -15,6 +15,9 @@
 //     replayed. The turn's evidence use stays, bound to the arguments it
 //     allowed: the yes the caller gave to that action is not fresh consent
 //     for other arguments (EvidenceUsed), only for the same action again.
+//   - A reservation remembers who got its ALLOW (Request.Owner); Complete
+//     by anyone else is ErrNotOwner and changes nothing, in every Book, so
+//     that it holds across the replicas sharing a KV bucket.
 //   - Everything expires; Sweep bounds memory.
 package dedupe
 
@@ -50,7 +53,10 @@ type Book interface {
 	// and leaves the evidence use for the same arguments only. It returns ErrUnknownDecision when decisionID holds
 	// no reservation (never allowed, already failed, or expired) and
 	// ErrAlreadyCompleted when it was already completed successfully.
-	Complete(ctx context.Context, decisionID string, result *structpb.Struct, failed bool) (Key, error)
+	// owner must be the Owner of the ALLOW's Request, or AnyOwner (the
+	// caller proved its authority otherwise); another is ErrNotOwner, and
+	// nothing changes.
+	Complete(ctx context.Context, decisionID, owner string, result *structpb.Struct, failed bool) (Key, error)
 }
 
 // Reservation is one allowed action, as a duplicate of it sees it.
@@ -75,6 +81,19 @@ var ErrUnknownDecision = errors.New("no reservation for that decision id")
 // ErrAlreadyCompleted is returned by Complete for a decision whose
 // reservation was already completed successfully. The first result stands.
 var ErrAlreadyCompleted = errors.New("reservation already completed")
+
+// ErrNotOwner is returned by Complete when its owner is not the one whose
+// Check got the ALLOW.
+var ErrNotOwner = errors.New("the reservation belongs to another caller")
+
+// AnyOwner, as Complete's owner, completes whoever holds the reservation:
+// for a caller that proved its authority otherwise (it presents the
+// ALLOW's signed approval) and for the guard's own releases.
+const AnyOwner = "\x00any"
+
+// mayComplete reports whether owner may complete a reservation held by
+// held.
+func mayComplete(held, owner string) bool { return owner == AnyOwner || owner == held }
 
 // MaxRunning bounds how long an action that was allowed but never completed
 // keeps its key reserved past its window: a lost Complete cannot hold a key
@@ -106,6 +125,10 @@ type Request struct {
 	ItemWindow time.Duration
 	// ExplicitQuantity lets a repeat of Item through.
 	ExplicitQuantity bool
+	// Owner is who asked (the service's caller identity; "" is the one
+	// identity of a guard without tokens): only Owner may Complete the
+	// reservation.
+	Owner string
 }
 
 // Verdict is the result of Allow or Lookup.
@@ -142,6 +165,7 @@ type reservation struct {
 	window     time.Duration
 	turnID     uint64
 	item       string
+	owner      string
 
 	// done is closed once, by Complete, after result and failed are set;
 	// the close publishes them to readers that saw it closed.
@@ -322,6 +346,7 @@ func (b *Memory) allow(req Request) (Verdict, *reservation) {
 		window:     req.Window,
 		turnID:     req.TurnID,
 		item:       req.Item,
+		owner:      req.Owner,
 		done:       make(chan struct{}),
 	}
 	s.keys[req.Key] = r
@@ -378,8 +403,8 @@ func (b *Memory) gaugeAdd(n int) {
 }
 
 // Complete is Book.Complete; it fails only with ErrUnknownDecision (also
-// for a swept reservation) and ErrAlreadyCompleted.
-func (b *Memory) Complete(_ context.Context, decisionID string, result *structpb.Struct, failed bool) (Key, error) {
+// for a swept reservation), ErrNotOwner and ErrAlreadyCompleted.
+func (b *Memory) Complete(_ context.Context, decisionID, owner string, result *structpb.Struct, failed bool) (Key, error) {
 	is := b.indexShard(decisionID)
 	is.mu.Lock()
 	r := is.ids[decisionID]
@@ -394,6 +419,9 @@ func (b *Memory) Complete(_ context.Context, decisionID string, result *structpb
 	if _, ok := s.held[r]; !ok {
 		// Failed or swept between the index read and now.
 		return Key{}, ErrUnknownDecision
+	}
+	if !mayComplete(r.owner, owner) {
+		return r.key, ErrNotOwner
 	}
 	if r.completed {
 		return r.key, ErrAlreadyCompleted

@@ -60,7 +60,7 @@ func mustAllow(t testing.TB, b *Memory, r Request) Reservation {
 
 func mustComplete(t testing.TB, b *Memory, id string, result *structpb.Struct, failed bool) {
 	t.Helper()
-	if _, err := b.Complete(bg, id, result, failed); err != nil {
+	if _, err := b.Complete(bg, id, AnyOwner, result, failed); err != nil {
 		t.Fatalf("Complete(%s) = %v", id, err)
 	}
 }
@@ -356,10 +356,10 @@ func TestFailedCompletionReleasesTheAction(t *testing.T) {
 	mustAllow(t, b, req)
 
 	// The failed decision is gone.
-	if _, err := b.Complete(bg, "d1", nil, false); !errors.Is(err, ErrUnknownDecision) {
+	if _, err := b.Complete(bg, "d1", AnyOwner, nil, false); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("Complete after failure = %v, want ErrUnknownDecision", err)
 	}
-	if _, err := b.Complete(bg, "d1", nil, true); !errors.Is(err, ErrUnknownDecision) {
+	if _, err := b.Complete(bg, "d1", AnyOwner, nil, true); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("second failure = %v, want ErrUnknownDecision", err)
 	}
 	// And the retry is intact, and now holds the turn.
@@ -394,7 +394,7 @@ func TestFailedCompletionReleasesOnlyItsOwn(t *testing.T) {
 	mustAllow(t, b, withTurn(rq("e1", "c3", "book", "h1", 0), 1))
 	mustComplete(t, b, "e1", nil, false)
 	mustAllow(t, b, withTurn(rq("e2", "c3", "book", "h2", evidenceTTL), 1))
-	if _, err := b.Complete(bg, "e1", nil, true); !errors.Is(err, ErrAlreadyCompleted) {
+	if _, err := b.Complete(bg, "e1", AnyOwner, nil, true); !errors.Is(err, ErrAlreadyCompleted) {
 		t.Fatalf("failing a completed decision = %v, want ErrAlreadyCompleted", err)
 	}
 	if v, res, _ := b.Lookup(bg, withTurn(rq("e3", "c3", "book", "h3", evidenceTTL+time.Second), 1)); v != EvidenceUsed || res.DecisionID() != "e2" {
@@ -404,10 +404,10 @@ func TestFailedCompletionReleasesOnlyItsOwn(t *testing.T) {
 
 func TestCompleteErrors(t *testing.T) {
 	b := NewMemory(nil)
-	if _, err := b.Complete(bg, "never", nil, false); !errors.Is(err, ErrUnknownDecision) {
+	if _, err := b.Complete(bg, "never", AnyOwner, nil, false); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("unknown = %v", err)
 	}
-	if _, err := b.Complete(bg, "never", nil, true); !errors.Is(err, ErrUnknownDecision) {
+	if _, err := b.Complete(bg, "never", AnyOwner, nil, true); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("unknown failed = %v", err)
 	}
 
@@ -415,10 +415,10 @@ func TestCompleteErrors(t *testing.T) {
 	first, _ := structpb.NewStruct(map[string]any{"n": 1})
 	mustComplete(t, b, "d1", first, false)
 	second, _ := structpb.NewStruct(map[string]any{"n": 2})
-	if _, err := b.Complete(bg, "d1", second, false); !errors.Is(err, ErrAlreadyCompleted) {
+	if _, err := b.Complete(bg, "d1", AnyOwner, second, false); !errors.Is(err, ErrAlreadyCompleted) {
 		t.Fatalf("second ok Complete = %v, want ErrAlreadyCompleted", err)
 	}
-	if _, err := b.Complete(bg, "d1", nil, true); !errors.Is(err, ErrAlreadyCompleted) {
+	if _, err := b.Complete(bg, "d1", AnyOwner, nil, true); !errors.Is(err, ErrAlreadyCompleted) {
 		t.Fatalf("failed after ok = %v, want ErrAlreadyCompleted", err)
 	}
 	if r, f, d := res.Result(); !d || f || !proto.Equal(r, first) {
@@ -448,7 +448,7 @@ func TestSweep(t *testing.T) {
 	if n := b.Sweep(t0.Add(window)); n != 2 {
 		t.Fatalf("Sweep at window = %d, want 2", n)
 	}
-	if _, err := b.Complete(bg, "d3", nil, false); !errors.Is(err, ErrUnknownDecision) {
+	if _, err := b.Complete(bg, "d3", AnyOwner, nil, false); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("Complete swept = %v, want ErrUnknownDecision", err)
 	}
 	if v, _, _ := b.Lookup(bg, withTurn(rq("x", "c1", "order", "h2", window), 1)); v != EvidenceUsed {
@@ -472,7 +472,7 @@ func TestSweep(t *testing.T) {
 	if n := b.Sweep(t0.Add(MaxRunning)); n != 1 {
 		t.Fatalf("Sweep at running cap = %d, want 1", n)
 	}
-	if _, err := b.Complete(bg, "d2", nil, false); !errors.Is(err, ErrUnknownDecision) {
+	if _, err := b.Complete(bg, "d2", AnyOwner, nil, false); !errors.Is(err, ErrUnknownDecision) {
 		t.Fatalf("Complete after cap = %v, want ErrUnknownDecision", err)
 	}
 	if n := b.Sweep(t0.Add(24 * time.Hour)); n != 0 {
@@ -634,7 +634,7 @@ func TestConcurrentMixed(t *testing.T) {
 				b.Lookup(bg, r)
 				v, res, _ := b.Allow(bg, r)
 				if v == OK {
-					_, _ = b.Complete(bg, r.DecisionID, nil, i%3 == 0)
+					_, _ = b.Complete(bg, r.DecisionID, AnyOwner, nil, i%3 == 0)
 					res.Wait(ctx)
 				} else {
 					res.Result()

@@ -48,6 +48,7 @@ type KV struct {
 	prefix string // the bucket's subject prefix, "$KV.<bucket>."
 
 	reservations prometheus.Gauge
+	unreadable   prometheus.Counter // item records that did not decode
 
 	mu   sync.Mutex
 	keys map[string]*mirrored // by key
@@ -81,6 +82,11 @@ type mirrored struct {
 	at      time.Time // when the mirror applied it, for sweeping tombstones
 	res     *kvReservationValue
 	uses    []kvUse // item records
+	// badItem is when an item record that did not decode was written
+	// (unix ns; 0 for a good one): it counts as a live use for the
+	// quantity window from then (unreadableItemLive), so a poisoned
+	// record fails closed.
+	badItem int64
 	// evidence names the decision of an evidence use; evArgs is the
 	// arguments' hash it allowed, evFailed set once that action failed.
 	evidence string
@@ -108,6 +114,9 @@ type kvReservationValue struct {
 	ItemWindow int64           `json:"iw,omitempty"`
 	Done       bool            `json:"done,omitempty"`
 	Result     json.RawMessage `json:"r,omitempty"`
+	// Owner is Request.Owner: only it may Complete (every replica reads
+	// it from here).
+	Owner string `json:"o,omitempty"`
 }
 
 // kvUse is one item record.
@@ -136,6 +145,7 @@ func NewKV(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, r
 	b := &KV{
 		kv: kv, js: js, prefix: "$KV." + kv.Bucket() + ".",
 		reservations: metrics.NewGauge(nil, metrics.Reservations), // registered once the book works
+		unreadable:   metrics.NewCounter(nil, metrics.DedupeUnreadable),
 		keys:         map[string]*mirrored{},
 		byDecision:   map[string]string{},
 		waiters:      map[string]chan struct{}{},
@@ -162,7 +172,7 @@ func NewKV(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, r
 	select {
 	case <-b.ready:
 		if reg != nil {
-			reg.MustRegister(b.reservations)
+			reg.MustRegister(b.reservations, b.unreadable)
 		}
 		return b, nil
 	case <-ctx.Done():
@@ -214,7 +224,10 @@ func (b *KV) apply(e jetstream.KeyValueEntry) {
 				m.evidence, m.evArgs, m.evFailed = v.DecisionID, v.ArgsHash, v.Failed
 			}
 		case 'i':
-			_ = json.Unmarshal(e.Value(), &m.uses)
+			if json.Unmarshal(e.Value(), &m.uses) != nil {
+				m.uses, m.badItem = nil, e.Created().UnixNano()
+				b.unreadable.Inc()
+			}
 		}
 	}
 	b.mu.Lock()
@@ -329,9 +342,21 @@ func (b *KV) checkLocked(req *Request) (Verdict, Reservation, error) {
 			if u, ok := liveUse(m.uses, now); ok {
 				return QuantityRepeat, b.handleOf(u.DecisionID), nil
 			}
+			if m.badItem != 0 && unreadableItemLive(m.badItem, req) {
+				return QuantityRepeat, b.handleOf(""), nil
+			}
 		}
 	}
 	return OK, nil, nil
+}
+
+// unreadableItemLive reports whether an item record that did not decode,
+// written at written (unix ns), still counts as a live use for req: for
+// the quantity window from its write. Fail closed, and bounded: the same
+// item again is QUANTITY_REPEAT until then, never allowed on a record the
+// guard cannot read.
+func unreadableItemLive(written int64, req *Request) bool {
+	return req.Now.UnixNano() < written+int64(req.ItemWindow)
 }
 
 func liveUse(uses []kvUse, now time.Time) (kvUse, bool) {
@@ -390,7 +415,7 @@ func (b *KV) allow(ctx context.Context, req Request) (Verdict, Reservation, erro
 	rkey := reservationKey(req.Key)
 	val := kvReservationValue{
 		DecisionID: req.DecisionID, CallID: req.Key.CallID, Tool: req.Key.Tool, ArgsHash: req.Key.ArgsHash,
-		Reserved: req.Now.UnixNano(), Window: int64(req.Window),
+		Reserved: req.Now.UnixNano(), Window: int64(req.Window), Owner: req.Owner,
 	}
 	if req.TurnID != 0 && req.EvidenceTTL > 0 {
 		val.TurnID, val.TurnTTL = req.TurnID, int64(req.EvidenceTTL)
@@ -578,7 +603,17 @@ func (b *KV) recordItem(ctx context.Context, req *Request) (Verdict, Reservation
 		switch {
 		case err == nil:
 			rev = e.Revision()
-			_ = json.Unmarshal(e.Value(), &uses)
+			if json.Unmarshal(e.Value(), &uses) != nil {
+				// Not a record this guard wrote: a live use until its
+				// window from the write ends (counted by the mirror).
+				if !req.ExplicitQuantity && unreadableItemLive(e.Created().UnixNano(), req) {
+					b.mu.Lock()
+					h := b.handleOf("")
+					b.mu.Unlock()
+					return QuantityRepeat, h, nil
+				}
+				uses = nil
+			}
 		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 		default:
 			return OK, nil, fmt.Errorf("read the item record: %w", err)
@@ -722,7 +757,7 @@ func (b *KV) streamName() string {
 
 // Complete records the result by compare-and-set on the reservation's
 // revision; failed deletes it, and its evidence use and item record.
-func (b *KV) Complete(ctx context.Context, decisionID string, result *structpb.Struct, failed bool) (Key, error) {
+func (b *KV) Complete(ctx context.Context, decisionID, owner string, result *structpb.Struct, failed bool) (Key, error) {
 	for range 8 {
 		key, m, err := b.find(ctx, decisionID)
 		if err != nil {
@@ -733,6 +768,9 @@ func (b *KV) Complete(ctx context.Context, decisionID string, result *structpb.S
 		}
 		v := *m.res
 		k := Key{CallID: v.CallID, Tool: v.Tool, ArgsHash: v.ArgsHash}
+		if !mayComplete(v.Owner, owner) {
+			return k, ErrNotOwner
+		}
 		if v.Done {
 			return k, ErrAlreadyCompleted
 		}

@@ -111,16 +111,16 @@ func TestKVCompleteOnAnyReplica(t *testing.T) {
 		got <- res
 	}()
 	result, _ := structpb.NewStruct(map[string]any{"ticket": "T-9"})
-	if _, err := b.Complete(ctx, "d1", result, false); err != nil {
+	if _, err := b.Complete(ctx, "d1", AnyOwner, result, false); err != nil {
 		t.Fatalf("Complete on the other replica: %v", err)
 	}
 	if res := <-got; res.GetFields()["ticket"].GetStringValue() != "T-9" {
 		t.Fatalf("result %v", res)
 	}
-	if _, err := a.Complete(ctx, "d1", nil, false); err != ErrAlreadyCompleted {
+	if _, err := a.Complete(ctx, "d1", AnyOwner, nil, false); err != ErrAlreadyCompleted {
 		t.Fatalf("second Complete = %v", err)
 	}
-	if _, err := a.Complete(ctx, "nope", nil, false); err != ErrUnknownDecision {
+	if _, err := a.Complete(ctx, "nope", AnyOwner, nil, false); err != ErrUnknownDecision {
 		t.Fatalf("Complete of an unknown decision = %v", err)
 	}
 
@@ -128,7 +128,7 @@ func TestKVCompleteOnAnyReplica(t *testing.T) {
 	if v, _, err := a.Allow(ctx, kvRequest("f1", "c2", 7)); v != OK || err != nil {
 		t.Fatalf("Allow = %v, %v", v, err)
 	}
-	if _, err := b.Complete(ctx, "f1", nil, true); err != nil {
+	if _, err := b.Complete(ctx, "f1", AnyOwner, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	v, _, err = b.Allow(ctx, kvRequest("f2", "c2", 7))
@@ -200,7 +200,7 @@ func TestKVFailedCompletionKeepsTheTurn(t *testing.T) {
 	if v, _, err := a.Allow(ctx, first); v != OK || err != nil {
 		t.Fatalf("first = %v, %v", v, err)
 	}
-	if _, err := a.Complete(ctx, "f1", nil, true); err != nil {
+	if _, err := a.Complete(ctx, "f1", AnyOwner, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	other := kvRequest("f2", "c5", 6)

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/auth"
@@ -189,14 +190,19 @@ func imageEnv(t *testing.T, im image, extra map[string]string) []string {
 }
 
 // TestImageRefusesToStartWithoutAPipelineCredential: the image's NATS
-// listens on every interface, so the binary run the image's way, without
-// the pipeline's credential, exits at once saying how to give one.
+// listens on every interface, so the binary run the image's way (with
+// tokens for gRPC), without the pipeline's credential, exits at once
+// saying how to give one.
 func TestImageRefusesToStartWithoutAPipelineCredential(t *testing.T) {
 	im := loadImage(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	tokFile := filepath.Join(imageDir(t), "tokens.yaml")
+	if err := os.WriteFile(tokFile, []byte("tokens:\n"+auth.TokenEntry("pipe", auth.NewToken(), []auth.Role{auth.RolePipeline})), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.CommandContext(ctx, imageBinary(t), append(im.entrypoint[1:], im.cmd...)...)
-	cmd.Env = imageEnv(t, im, nil)
+	cmd.Env = imageEnv(t, im, map[string]string{"YESGUARD_GRPC_TOKENS": tokFile})
 	asImageUser(t, cmd)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
@@ -204,6 +210,33 @@ func TestImageRefusesToStartWithoutAPipelineCredential(t *testing.T) {
 	}
 	if !strings.Contains(string(out), auth.PipelinePasswordEnv) {
 		t.Errorf("the refusal does not name %s:\n%s", auth.PipelinePasswordEnv, out)
+	}
+}
+
+// TestImageRefusesToStartOpenToTheNetwork (red team F0b): with the NATS
+// credential but no --grpc-tokens, the image's every-interface gRPC and
+// HTTP listeners would let anyone read every call and free any ALLOW: the
+// binary run the image's way exits at once naming both, and the way out;
+// YESGUARD_INSECURE_NO_AUTH=true is the explicit way to run it open.
+func TestImageRefusesToStartOpenToTheNetwork(t *testing.T) {
+	im := loadImage(t)
+	pwFile := filepath.Join(imageDir(t), "nats-pipeline-password")
+	if err := os.WriteFile(pwFile, []byte("pipeline-password-from-a-mounted-file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, imageBinary(t), append(im.entrypoint[1:], im.cmd...)...)
+	cmd.Env = imageEnv(t, im, map[string]string{"YESGUARD_NATS_PIPELINE_PASSWORD_FILE": pwFile})
+	asImageUser(t, cmd)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Fatalf("without tokens: %v, want exit 2\n%s", err, out)
+	}
+	for _, want := range []string{"grpc_addr: 0.0.0.0:0 is not a loopback address", "http_addr: 0.0.0.0:0 is not a loopback address", "--grpc-tokens", "--insecure-no-auth"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out)
+		}
 	}
 }
 
@@ -230,10 +263,15 @@ func TestImageRunsAsTheImage(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	token := auth.NewToken()
+	tokFile := filepath.Join(secrets, "tokens.yaml")
+	if err := os.WriteFile(tokFile, []byte("tokens:\n"+auth.TokenEntry("pipe", token, []auth.Role{auth.RolePipeline})), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append(im.entrypoint[1:], im.cmd...)...)
-	cmd.Env = imageEnv(t, im, map[string]string{"YESGUARD_NATS_PIPELINE_PASSWORD_FILE": pwFile, "YESGUARD_DECISION_LOG": "stdout"})
+	cmd.Env = imageEnv(t, im, map[string]string{"YESGUARD_NATS_PIPELINE_PASSWORD_FILE": pwFile, "YESGUARD_GRPC_TOKENS": tokFile, "YESGUARD_DECISION_LOG": "stdout"})
 	asImageUser(t, cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -327,7 +365,8 @@ func TestImageRunsAsTheImage(t *testing.T) {
 	}
 	defer cc.Close()
 	st, _ := structpb.NewStruct(map[string]any{"appeal_id": "A-17"})
-	resp, err := yesguardv1.NewGuardClient(cc).Check(ctx, &yesguardv1.CheckRequest{CallId: "img-1", Tool: "submit_appeal", Args: st, WaitMs: 2000})
+	bearer := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+	resp, err := yesguardv1.NewGuardClient(cc).Check(bearer, &yesguardv1.CheckRequest{CallId: "img-1", Tool: "submit_appeal", Args: st, WaitMs: 2000})
 	if err != nil || resp.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW {
 		t.Errorf("Check on the pipeline's transcript: %v %v %q, %v", resp.GetOutcome(), resp.GetReason(), resp.GetDetail(), err)
 	}

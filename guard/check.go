@@ -216,6 +216,7 @@ func (c *check) decide(ctx context.Context) {
 		EvidenceTTL: evidenceTTL,
 		Item:        c.tool.itemKey(c.args),
 		ItemWindow:  pol.QuantityWindow.D(),
+		Owner:       c.req.Owner,
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		// A repeat already known needs no transcript.

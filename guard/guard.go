@@ -115,6 +115,9 @@ type Request struct {
 	// Wait, optional, is how long to wait for the caller's turn instead of
 	// the policy's wait for the tool; the policy's max_wait caps it.
 	Wait time.Duration
+	// Owner is who asks (dedupe.Request.Owner): only it may complete an
+	// ALLOW's reservation.
+	Owner string
 }
 
 // GetCallId, GetResponseId and GetRespondingToMs read a Request as the

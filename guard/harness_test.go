@@ -131,7 +131,7 @@ func (h *harness) complete(decisionID string, result map[string]any, failed bool
 			h.t.Fatal(err)
 		}
 	}
-	_, err := h.book.Complete(context.Background(), decisionID, st, failed)
+	_, err := h.book.Complete(context.Background(), decisionID, dedupe.AnyOwner, st, failed)
 	return err
 }
 

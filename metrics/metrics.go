@@ -81,7 +81,7 @@ var (
 	CheckErrors = series(Counter, "guard", "check_errors_total",
 		"Guard calls (Check, Complete, ListDecisions) answered with an error instead of a result, by gRPC code.", "code")
 	Completions = series(Counter, "guard", "completions_total",
-		"Complete calls by result: ok, failed, or unknown (no such allowed decision).", "result")
+		"Complete calls by result: ok, failed, unknown (no such allowed decision), or refused (the decision was allowed to another caller).", "result")
 	Redeems = series(Counter, "guard", "redeems_total",
 		"Redeem calls by reason: redeemed (execute the action), already_redeemed, approval_expired, approval_mismatch, approval_invalid, or internal (the redeem ledger did not answer).", "reason")
 	DedupeHits = series(Counter, "dedupe", "hits_total",
@@ -120,6 +120,8 @@ var (
 	// dedupe.
 	Reservations = series(Gauge, "dedupe", "reservations",
 		"Allowed actions held for duplicate detection.")
+	DedupeUnreadable = series(Counter, "dedupe", "unreadable_records_total",
+		"Item records in the state bucket that did not decode (not written by a guard): each counts as a live use for the quantity window, so the same item is not recorded again.")
 
 	// server.
 	NATSConnected = series(Gauge, "nats", "connected",
@@ -132,6 +134,8 @@ var (
 		"Reloads (SIGHUP) that failed, by what: policy (with the locales), tokens, tls, approval_keys. What failed keeps what it had.", "what")
 	RedactionErrors = series(Counter, "decision", "redaction_errors_total",
 		"Decision records whose args or result could not be parsed for redaction; the copy written lost them whole.")
+	PagesHostRefused = series(Counter, "http", "pages_host_refused_total",
+		"Requests for the /calls pages refused (421) because, without tokens, their Host was not a loopback name: a DNS rebinding attempt or a misaddressed browser.")
 	// auth (the gRPC interceptors; package auth builds this collector).
 	AuthRefused = series(Counter, "grpc", "auth_refused_total",
 		"gRPC calls refused by authentication or authorisation, by method and code (Unauthenticated: no or unknown token; PermissionDenied: a token without the method's role, or a method no role may call).", "method", "code")
@@ -145,9 +149,9 @@ var catalogue = []Series{
 	DecisionLogDropped, DecisionLogWritten,
 	Events, EventsRejected, LimitHits, ActiveCalls, CallsEvicted, StoreBytes, TranscriptCaughtUp, TranscriptPending,
 	DecisionsQueued, DecisionsDropped,
-	DedupeHits, Reservations,
+	DedupeHits, Reservations, DedupeUnreadable,
 	NATSConnected, NATSReconnects, NATSErrors,
-	AuthRefused, ReloadErrors, RedactionErrors,
+	AuthRefused, ReloadErrors, RedactionErrors, PagesHostRefused,
 	BuildInfo,
 }
 

@@ -233,6 +233,7 @@ func longestDigitRun(s string) int {
 func FuzzRedactText(f *testing.F) {
 	f.Add("card ending 4242", 4)
 	f.Add("1-2-3-4", 2)
+	f.Add("4, 2, 4, 2 and 42 - 42 and 42\u2013 42 and 4__2", 4)
 	f.Add("٤٢٤٢ and ４２", 1)
 	f.Fuzz(func(t *testing.T, s string, min int) {
 		if min < 1 || min > 64 {
@@ -242,8 +243,35 @@ func FuzzRedactText(f *testing.F) {
 		if run := longestDigitRun(got); run >= min {
 			t.Fatalf("maskDigits(%q, %d) = %q keeps a run of %d", s, min, got, run)
 		}
+		if run := longestJoinedRun(got); run >= min {
+			t.Fatalf("maskDigits(%q, %d) = %q keeps a run of %d digits joined by separators", s, min, got, run)
+		}
 		if strings.Count(got, "#")-strings.Count(s, "#") > len([]rune(s)) {
 			t.Fatal("masking added characters")
 		}
 	})
+}
+
+// longestJoinedRun is the most digits in s joined by separators of up to
+// three spaces, dashes, '.', '/', ',', '_' or parentheses (the documented rule, read
+// independently of maskDigits: separator characters are counted out as
+// they come).
+func longestJoinedRun(s string) int {
+	sep := func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.Is(unicode.Pd, r) || strings.ContainsRune("./,_()\u2212", r)
+	}
+	longest, run, gap := 0, 0, 0
+	for _, r := range s {
+		switch {
+		case unicode.IsDigit(r):
+			run++
+			gap = 0
+			longest = max(longest, run)
+		case sep(r) && run > 0 && gap < 3:
+			gap++
+		default:
+			run, gap = 0, 0
+		}
+	}
+	return longest
 }

@@ -15,8 +15,12 @@
 //     it). Replicas that share the key write the same hash for the same
 //     value.
 //   - Digits: every run of at least N digits (default 4; digits joined by
-//     single spaces, '-', '.', '/' or ',' count as one run, so "4242 4242"
-//     is eight) in the caller's and agent's words is masked with '#'.
+//     up to three spaces, dashes, '.', '/', ',', '_' or parentheses count
+//     as one run, so "4242 4242" and "4, 2, 4, 2" are eight and four) in
+//     the caller's and agent's words, and in the string values of the
+//     arguments and the result, is masked with '#'. JSON numbers (an
+//     amount) are kept: drop or hash a numeric field that must not be
+//     written.
 //
 // The value of a dropped or hashed field (of three or more characters) is
 // also removed wherever the record quotes speech: the turns, the question
@@ -247,7 +251,7 @@ type scrubber struct {
 // document, or no field rules. A document that does not parse is an
 // error, and document drops it whole.
 func (s *scrubber) fields(doc string) (*any, error) {
-	if doc == "" || len(s.r.drop) == 0 && len(s.r.hash) == 0 {
+	if doc == "" || !s.r.rewritesDocuments() {
 		return nil, nil
 	}
 	dec := json.NewDecoder(strings.NewReader(doc))
@@ -283,20 +287,29 @@ func (s *scrubber) document(doc string, v *any) string {
 	switch {
 	case v != nil:
 		return encode(s.values(*v))
-	case doc == "" || len(s.r.drop) == 0 && len(s.r.hash) == 0:
+	case doc == "" || !s.r.rewritesDocuments():
 		return doc
 	}
 	return ""
 }
 
-// values removes remembered values from every string in v.
+// rewritesDocuments reports whether the args and result are rewritten:
+// fields to drop or hash, or digits to mask in their string values.
+func (r *Redactor) rewritesDocuments() bool {
+	return len(r.drop) > 0 || len(r.hash) > 0 || r.minDigits > 0
+}
+
+// values removes remembered values from every string in v, and masks its
+// digit runs (the digit rule covers argument and result strings too:
+// numbers, such as an amount, are kept; drop or hash a numeric field that
+// must not be logged).
 func (s *scrubber) values(v any) any {
-	if len(s.vals) == 0 {
+	if len(s.vals) == 0 && s.r.minDigits == 0 {
 		return v
 	}
 	switch t := v.(type) {
 	case string:
-		return s.replace(t)
+		return s.text(t)
 	case map[string]any:
 		for k, e := range t {
 			t[k] = s.values(e)
@@ -472,11 +485,27 @@ func encode(v any) string {
 	return strings.TrimSuffix(buf.String(), "\n")
 }
 
-// isJoiner reports whether c may join two digit groups into one run.
-func isJoiner(c rune) bool { return c == ' ' || c == '-' || c == '.' || c == '/' || c == ',' }
+// isJoiner reports whether c may join two digit groups into one run: any
+// space (tabs, no-break and wide spaces too), any dash (hyphen, en and em
+// dash, the minus sign), '.', '/', ',', '_' and parentheses. Speech-to-text
+// writes a spoken number as "4, 2, 4, 2" or "42 - 42", people as
+// "424–242", "42  42" or "(424) 242": all one run.
+func isJoiner(c rune) bool {
+	switch c {
+	case '.', '/', ',', '_', '(', ')', '\u2212':
+		return true
+	}
+	return unicode.IsSpace(c) || unicode.Is(unicode.Pd, c)
+}
+
+// maxJoiners is the longest separator between two digit groups of one
+// run: ", " and " - " are one separator, a sentence between two numbers
+// is not.
+const maxJoiners = 3
 
 // maskDigits replaces with '#' each digit of every run of at least min
-// digits, a run being digits with at most one joiner between any two.
+// digits, a run being digits with at most maxJoiners joiners between any
+// two.
 func maskDigits(s string, min int) string {
 	rs := []rune(s)
 	changed := false
@@ -485,7 +514,8 @@ func maskDigits(s string, min int) string {
 			i++
 			continue
 		}
-		// Extend the run: digits, or one joiner followed by a digit.
+		// Extend the run: digits, or up to maxJoiners joiners followed by
+		// a digit.
 		end, digits := i, 0
 		for end < len(rs) {
 			if unicode.IsDigit(rs[end]) {
@@ -493,8 +523,12 @@ func maskDigits(s string, min int) string {
 				end++
 				continue
 			}
-			if isJoiner(rs[end]) && end+1 < len(rs) && unicode.IsDigit(rs[end+1]) {
-				end++
+			k := 0
+			for end+k < len(rs) && k < maxJoiners && isJoiner(rs[end+k]) {
+				k++
+			}
+			if k > 0 && end+k < len(rs) && unicode.IsDigit(rs[end+k]) {
+				end += k
 				continue
 			}
 			break

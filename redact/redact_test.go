@@ -38,7 +38,19 @@ func TestMaskDigits(t *testing.T) {
 		{"pay $120.50 today", 4, "pay $###.## today"},
 		{"pay $120 today", 4, "pay $120 today"},
 		{"at 3 pm for 2 people", 4, "at 3 pm for 2 people"},
-		{"1, 2, 3, 4", 4, "1, 2, 3, 4"}, // a joiner and a space: two runs
+		// Red team F3: separator runs as speech-to-text and people write
+		// them join digits too.
+		{"1, 2, 3, 4", 4, "#, #, #, #"},
+		{"a:4, 2, 4, 2, 4, 2, 4, 2", 4, "a:#, #, #, #, #, #, #, #"},
+		{"42 - 42 - 42 - 42", 4, "## - ## - ## - ##"},
+		{"424–242–424", 4, "###–###–###"},
+		{"42  42  42  42", 4, "##  ##  ##  ##"},
+		{"42_42_42_42", 4, "##_##_##_##"},
+		{"4\t2\u00a04\u20142", 4, "#\t#\u00a0#\u2014#"},
+		{"(424) 242-4242", 4, "(###) ###-####"},
+		{"at 3 pm, then 2 people", 4, "at 3 pm, then 2 people"},
+		{"12 and 34", 4, "12 and 34"}, // a word between: two runs
+		{"12    34", 4, "12    34"},   // four spaces: more than a separator
 		{"on 12/05/2026", 4, "on ##/##/####"},
 		{"１２３４", 4, "####"}, // full-width digits are digits
 		{"room 12", 2, "room ##"},
@@ -161,11 +173,43 @@ func TestUnparsableArgsAreDroppedWhole(t *testing.T) {
 	if out.GetArgs() != "" || out.GetArgsHash() != d.GetArgsHash() {
 		t.Fatalf("args %q, hash %q: want args dropped and the hash kept", out.GetArgs(), out.GetArgsHash())
 	}
-	// Without field rules the args are kept as they are: nothing to find.
-	keep := mustNew(t, Config{MaskDigits: true})
-	out, err = keep.Decision(d)
-	if err != nil || out.GetArgs() != d.GetArgs() {
-		t.Fatalf("digits only: %v, %q", err, out.GetArgs())
+	// The digit rule reads the args too (red team F4), so args it cannot
+	// parse are dropped whole as well: they may hold a card number.
+	digits := mustNew(t, Config{MaskDigits: true})
+	out, err = digits.Decision(d)
+	if err == nil || out.GetArgs() != "" {
+		t.Fatalf("digits only: %v, %q; want the args dropped whole", err, out.GetArgs())
+	}
+	// Without any rule they are kept as they are: nothing to find.
+	if out, err := mustNew(t, Config{}).Decision(d); err != nil || out.GetArgs() != d.GetArgs() {
+		t.Fatalf("no rules: %v, %q", err, out.GetArgs())
+	}
+}
+
+// TestDigitsMaskedInArgsAndResult (red team F4): --redact-digits masks the
+// digit runs of argument and result string values, not only of speech;
+// numbers and keys are kept, and args_hash is unchanged.
+func TestDigitsMaskedInArgsAndResult(t *testing.T) {
+	r := mustNew(t, Config{MaskDigits: true})
+	d := decision()
+	d.Args = `{"amount":120.5,"invoice_id":"INV-12345678","note":"4111 1111 1111 1111","card":{"number":"4, 2, 4, 2"}}`
+	d.Result = `{"receipt":"card 6011 1111 1111 1117 charged","id":"X-99"}`
+	out, err := r.Decision(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{"12345678", "4111", "6011", "1117", "4, 2"} {
+		if strings.Contains(out.GetArgs()+out.GetResult(), leak) {
+			t.Errorf("%q survives: args %s result %s", leak, out.GetArgs(), out.GetResult())
+		}
+	}
+	for _, kept := range []string{`"amount":120.5`, `"invoice_id":"INV-########"`, `"id":"X-99"`} {
+		if !strings.Contains(out.GetArgs()+out.GetResult(), kept) {
+			t.Errorf("want %s: args %s result %s", kept, out.GetArgs(), out.GetResult())
+		}
+	}
+	if out.GetArgsHash() != d.GetArgsHash() {
+		t.Error("args_hash changed")
 	}
 }
 

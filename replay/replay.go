@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/yesguard/yesguard/dedupe"
 	"github.com/yesguard/yesguard/guard"
 	"github.com/yesguard/yesguard/internal/inproc"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
@@ -117,7 +118,7 @@ func Replay(ctx context.Context, c *Call, o Options) (*Result, error) {
 				}
 			}
 			failed := d.GetReason() == yesguardv1.Reason_REASON_FAILED
-			if _, err := eng.Book.Complete(ctx, d.GetOriginalDecisionId(), result, failed); err != nil {
+			if _, err := eng.Book.Complete(ctx, d.GetOriginalDecisionId(), dedupe.AnyOwner, result, failed); err != nil {
 				p.Note = fmt.Sprintf("not applied: %v (the replay did not allow %s)", err, d.GetOriginalDecisionId())
 			}
 			p.Same = true

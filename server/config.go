@@ -85,6 +85,7 @@ func DefaultDataDir() string {
 //	DecisionsPerCall    decisions_per_call
 //	Limits          limits.<field> (--max-<field>, --idle-ttl, --ended-ttl)
 //	GRPCTokens      grpc_tokens
+//	InsecureNoAuth  insecure_no_auth
 //	GRPCTLSCert, GRPCTLSKey, GRPCClientCA  grpc_tls_cert, grpc_tls_key, grpc_client_ca
 //	NoGRPCReflection, NoGRPCHealth         grpc_reflection, grpc_health (--grpc-reflection=false)
 //	NATSPipelinePasswordFile, NATSPipelineNkey  nats_pipeline_password_file, nats_pipeline_nkey
@@ -166,6 +167,11 @@ type Config struct {
 	// call pages the auditor role. SIGHUP reloads it. Empty: every method
 	// is open (the loopback default).
 	GRPCTokens string
+	// InsecureNoAuth lets gRPC and the pages listen beyond the loopback
+	// without GRPCTokens. Without it that is refused at start-up: anyone
+	// who reaches either would ask for decisions, free reservations and
+	// read every call.
+	InsecureNoAuth bool
 	// GRPCTLSCert and GRPCTLSKey turn on TLS for gRPC; SIGHUP reloads them.
 	// GRPCClientCA, with them, requires every client to present a
 	// certificate that CA signed (mutual TLS).
@@ -398,6 +404,17 @@ func (c *Config) validateSecurity(bad func(string, error)) {
 	}
 	if c.GRPCClientCA != "" && c.GRPCTLSCert == "" {
 		bad("grpc_client_ca", errors.New("mutual TLS needs the server's own TLS: give --grpc-tls-cert and --grpc-tls-key too"))
+	}
+	if c.GRPCTokens == "" && !c.InsecureNoAuth {
+		const fix = "give --grpc-tokens (docs/security.md), listen on 127.0.0.1, or, knowing this, --insecure-no-auth"
+		if c.GRPCAddr != "" && !auth.IsLoopbackTarget(c.GRPCAddr) {
+			bad("grpc_addr", fmt.Errorf("%s is not a loopback address, and without --grpc-tokens anyone who reaches it may ask for decisions, "+
+				"free reservations and read every call: %s", c.GRPCAddr, fix))
+		}
+		if host, _, err := net.SplitHostPort(c.HTTPAddr); err == nil && !auth.IsLoopbackHost(host) {
+			bad("http_addr", fmt.Errorf("%s is not a loopback address, and without --grpc-tokens anyone who reaches it reads every call "+
+				"on the /calls pages: %s", c.HTTPAddr, fix))
+		}
 	}
 	if c.RedactDigits < 0 {
 		bad("redact_digits", fmt.Errorf("must not be negative (0 masks no digits), got %d", c.RedactDigits))

@@ -38,7 +38,15 @@ func TestConfigValidate(t *testing.T) {
 		{name: "random ports", mutate: func(c *Config) {
 			c.GRPCAddr, c.HTTPAddr, c.NATSListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:-1"
 		}},
-		{name: "all interfaces", mutate: func(c *Config) { c.GRPCAddr, c.NATSListen = ":50051", "[::]:4222" }},
+		{name: "all interfaces", mutate: func(c *Config) { c.GRPCAddr, c.NATSListen, c.GRPCTokens = ":50051", "[::]:4222", "tokens.yaml" }},
+		// Red team F0b: gRPC or the pages beyond the loopback need tokens,
+		// or a flag that says the operator knows.
+		{name: "grpc open to the network", mutate: func(c *Config) { c.GRPCAddr = "0.0.0.0:50051" },
+			wantErr: []string{"grpc_addr: 0.0.0.0:50051 is not a loopback address", "--grpc-tokens", "--insecure-no-auth"}},
+		{name: "pages open to the network", mutate: func(c *Config) { c.HTTPAddr = "[::]:9090" },
+			wantErr: []string{"http_addr: [::]:9090 is not a loopback address", "--insecure-no-auth"}},
+		{name: "open, knowingly", mutate: func(c *Config) { c.GRPCAddr, c.HTTPAddr, c.InsecureNoAuth = ":50051", "0.0.0.0:9090", true }},
+		{name: "localhost without tokens", mutate: func(c *Config) { c.GRPCAddr, c.HTTPAddr = "localhost:50051", "[::1]:9090" }},
 		{name: "http disabled", mutate: func(c *Config) { c.HTTPAddr = "" }},
 		{name: "external nats", mutate: func(c *Config) {
 			c.NATSURL = "nats://a:4222, tls://b:4222,c:4222"

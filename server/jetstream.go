@@ -110,9 +110,9 @@ func (b stateBook) Allow(ctx context.Context, req dedupe.Request) (dedupe.Verdic
 	return dedupe.OK, nil, errStateNotReady
 }
 
-func (b stateBook) Complete(ctx context.Context, id string, result *structpb.Struct, failed bool) (dedupe.Key, error) {
+func (b stateBook) Complete(ctx context.Context, id, owner string, result *structpb.Struct, failed bool) (dedupe.Key, error) {
 	if kv := b.js.book.Load(); kv != nil {
-		return kv.Complete(ctx, id, result, failed)
+		return kv.Complete(ctx, id, owner, result, failed)
 	}
 	return dedupe.Key{}, errStateNotReady
 }

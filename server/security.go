@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -24,6 +26,9 @@ type securityMetrics struct {
 	// redactLog is sampled: a flood of records with broken args cannot
 	// flood the log.
 	redactLog *zap.Logger
+	// hostRefused counts the page requests refused for their Host
+	// (protectPages).
+	hostRefused prometheus.Counter
 }
 
 // setUpSecurity reads every security setting's files and builds what
@@ -36,6 +41,7 @@ func (s *Server) setUpSecurity(reg prometheus.Registerer) error {
 	s.secMetrics = securityMetrics{
 		reloadErrors:    metrics.NewCounterVec(reg, metrics.ReloadErrors),
 		redactionErrors: metrics.NewCounter(reg, metrics.RedactionErrors),
+		hostRefused:     metrics.NewCounter(reg, metrics.PagesHostRefused),
 		redactLog: s.log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 			return zapcore.NewSamplerWithOptions(c, redactLogEvery, 1, 0)
 		})),
@@ -170,9 +176,21 @@ func (s *Server) logSecurity() {
 	}
 	s.log.Info("security", fields...)
 	if s.tokens == nil && !auth.IsLoopbackTarget(c.GRPCAddr) {
-		s.log.Warn("gRPC listens beyond the loopback without --grpc-tokens: anyone who reaches it can ask for decisions, "+
+		// Only with --insecure-no-auth (Validate refuses it otherwise).
+		s.log.Warn("--insecure-no-auth: gRPC listens beyond the loopback without --grpc-tokens: anyone who reaches it can ask for decisions, "+
 			"free reservations (Complete) and read every call (ListDecisions). Set --grpc-tokens (docs/security.md)",
 			zap.String("grpc_addr", c.GRPCAddr))
+	}
+	if s.tls != nil && s.tls.MutualTLS() && c.HTTPAddr != "" {
+		// Red team F6: mutual TLS covers gRPC only.
+		s.log.Warn("--grpc-client-ca covers gRPC only: the /calls pages on --http-addr take the auditor token over plain HTTP "+
+			"without a client certificate, so a stolen auditor token alone reads calls there. Keep --http-addr on loopback, "+
+			"or put the pages behind a TLS proxy that requires client certificates (docs/security.md)",
+			zap.String("http_addr", c.HTTPAddr))
+	}
+	if host, _, err := net.SplitHostPort(c.HTTPAddr); err == nil && !auth.IsLoopbackHost(host) {
+		s.log.Warn("the pages serve plain HTTP beyond the loopback: the auditor token (header, form, cookie) and the calls "+
+			"travel in clear. Serve --http-addr through a TLS proxy (docs/security.md)", zap.String("http_addr", c.HTTPAddr))
 	}
 	if s.tls == nil && s.tokens != nil && !auth.IsLoopbackTarget(c.GRPCAddr) {
 		s.log.Warn("bearer tokens travel in plaintext: anyone on the path can read and reuse them. Set --grpc-tls-cert and --grpc-tls-key",
@@ -217,4 +235,32 @@ func (s *Server) redactDecision(d *yesguardv1.Decision) *yesguardv1.Decision {
 			zap.String("decision_id", d.GetDecisionId()), zap.Error(err))
 	}
 	return out
+}
+
+// protectPages guards the /calls pages against DNS rebinding: without
+// tokens (the loopback default) they answer only a request whose Host is
+// a loopback name or address (localhost, 127.0.0.1, [::1], with any
+// port), so that a web page whose own name was rebound to 127.0.0.1
+// cannot read the calls from the developer's browser; any other Host is
+// 421, counted. With tokens the pages need the auditor token (a rebound
+// name never gets the cookie), and with --insecure-no-auth the operator
+// has chosen to serve every Host.
+func (s *Server) protectPages(pages http.Handler) http.Handler {
+	if s.tokens != nil || s.cfg.InsecureNoAuth {
+		return pages
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !auth.IsLoopbackHost(host) {
+			s.secMetrics.hostRefused.Inc()
+			w.Header().Set("Cache-Control", "no-store")
+			http.Error(w, "421 misdirected request: without --grpc-tokens the /calls pages answer only loopback names "+
+				"(localhost, 127.0.0.1, [::1]); open them as http://127.0.0.1:<port>/calls, or give the guard --grpc-tokens", http.StatusMisdirectedRequest)
+			return
+		}
+		pages.ServeHTTP(w, r)
+	})
 }

@@ -625,8 +625,9 @@ func (s *Server) httpHandler() http.Handler {
 	})
 	// The approvals' public keys, for backends to verify offline.
 	mux.Handle(approval.JWKSPath, approval.JWKSHandler(s.approvals.keys, 0))
-	mux.Handle(timeline.Path, s.timeline)
-	mux.Handle(timeline.Path+"/", s.timeline)
+	pages := s.protectPages(s.timeline)
+	mux.Handle(timeline.Path, pages)
+	mux.Handle(timeline.Path+"/", pages)
 	return mux
 }
 

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/yesguard/yesguard/approval"
+	"github.com/yesguard/yesguard/dedupe"
 	"github.com/yesguard/yesguard/guard"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
@@ -55,7 +56,7 @@ func (s *Service) issue(ctx context.Context, req *yesguardv1.CheckRequest, argsH
 	}
 	s.cfg.Logger.Error("approval not signed: the ALLOW is refused as INTERNAL and its reservation released",
 		zap.String("decision_id", v.DecisionID), zap.Error(err))
-	if _, rerr := s.cfg.Book.Complete(context.WithoutCancel(ctx), v.DecisionID, nil, true); rerr != nil {
+	if _, rerr := s.cfg.Book.Complete(context.WithoutCancel(ctx), v.DecisionID, dedupe.AnyOwner, nil, true); rerr != nil {
 		s.cfg.Logger.Warn("the unsigned ALLOW's reservation was not released; it expires by itself",
 			zap.String("decision_id", v.DecisionID), zap.Error(rerr))
 	}

@@ -88,9 +88,7 @@ func newApprovalHarness(t testing.TB, ledger approval.Redeemer, keys ...approval
 
 // pipeline is a context carrying the identity the interceptors give a
 // guard without tokens.
-func pipeline(t testing.TB) context.Context {
-	return auth.NewContext(t.Context(), auth.Identity{NoTokens: true})
-}
+func pipeline(t testing.TB) context.Context { return pipelineCtx(t) }
 
 // allow has the caller confirm an appeal on call and returns the ALLOW.
 func (a *approvalHarness) allow(call string) *yesguardv1.CheckResponse {
@@ -285,7 +283,7 @@ func TestRedeemReasons(t *testing.T) {
 		}
 	}
 	// ListDecisions shows the life of the action: allowed, then redeemed.
-	list, err := a.svc.ListDecisions(t.Context(), &yesguardv1.ListDecisionsRequest{CallId: "c1"})
+	list, err := a.svc.ListDecisions(pipelineCtx(t), &yesguardv1.ListDecisionsRequest{CallId: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}

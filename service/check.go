@@ -38,11 +38,15 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 	if err := validateCheck(req); err != nil {
 		return nil, s.invalid(err)
 	}
+	if err := s.requireCall(ctx, req.GetCallId()); err != nil {
+		return nil, err
+	}
 	argsJSON, err := approval.CanonicalArgs(req.GetArgs())
 	if err != nil {
 		return nil, s.invalid(fmt.Errorf("args: %w", err))
 	}
 	hash := approval.ArgsHash(argsJSON)
+	caller, _ := auth.FromContext(ctx)
 	v := s.cfg.Engine.Check(ctx, guard.Request{
 		CallID:         req.GetCallId(),
 		Tool:           req.GetTool(),
@@ -52,6 +56,7 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 		ResponseID:     req.GetResponseId(),
 		RespondingToMS: req.GetRespondingToMs(),
 		Wait:           time.Duration(req.GetWaitMs()) * time.Millisecond,
+		Owner:          caller.Owner(),
 	})
 	token, claims := s.issue(ctx, req, hash, v)
 	d := &yesguardv1.Decision{
@@ -76,7 +81,8 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 	if claims != nil {
 		d.ApprovalKeyId, d.ApprovalExpiresAt = claims.KeyID, timestamppb.New(claims.ExpiresAt)
 	}
-	s.record(ctx, d)
+	d = s.redacted(d)
+	s.write(ctx, d)
 
 	tool := req.GetTool()
 	if !v.ToolListed {
@@ -88,22 +94,24 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 	if kind := hitKind(v.Reason); kind != "" {
 		s.m.hits.WithLabelValues(kind).Inc()
 	}
-	resp := answer(v, req.GetIncludeEvidence())
+	resp := answer(v, d, req.GetIncludeEvidence())
 	if claims != nil {
 		resp.Approval, resp.ApprovalExpiresAt = token, timestamppb.New(claims.ExpiresAt)
 	}
 	return resp, nil
 }
 
-// answer is the wire answer of a verdict: the short evidence always, the
-// full evidence only when asked for.
-func answer(v *guard.Verdict, full bool) *yesguardv1.CheckResponse {
-	ev := v.Evidence
+// answer is the wire answer of a verdict with the message and evidence
+// of its record d (redacted by the same rules: the message may quote the
+// caller): the short evidence always, the full evidence only when asked
+// for.
+func answer(v *guard.Verdict, d *yesguardv1.Decision, full bool) *yesguardv1.CheckResponse {
+	ev := d.GetEvidence()
 	resp := &yesguardv1.CheckResponse{
 		DecisionId:         v.DecisionID,
 		Outcome:            v.Outcome,
 		Reason:             v.Reason,
-		Message:            v.Message,
+		Message:            d.GetMessage(),
 		OriginalDecisionId: v.OriginalDecisionID,
 		OriginalResult:     v.OriginalResult,
 		OriginalRunning:    v.OriginalRunning,
@@ -118,13 +126,35 @@ func answer(v *guard.Verdict, full bool) *yesguardv1.CheckResponse {
 	return resp
 }
 
-// record writes d, redacted, to the sink and, when it names a call, the
-// store. The caller may have gone: the store is given a context that its
-// cancellation does not end.
-func (s *Service) record(ctx context.Context, d *yesguardv1.Decision) {
-	if s.cfg.Redact != nil {
-		d = s.cfg.Redact(d)
+// requireCall refuses, counted, a call id the caller's token is not bound
+// to (auth.RequireCall).
+func (s *Service) requireCall(ctx context.Context, callID string) error {
+	if err := auth.RequireCall(ctx, callID); err != nil {
+		s.CountError(codes.PermissionDenied)
+		return err
 	}
+	return nil
+}
+
+// record writes d, redacted, to the sink and, when it names a call, the
+// store.
+func (s *Service) record(ctx context.Context, d *yesguardv1.Decision) {
+	s.write(ctx, s.redacted(d))
+}
+
+// redacted is the copy of d the sink, the store and the Check's answer
+// get (Config.Redact).
+func (s *Service) redacted(d *yesguardv1.Decision) *yesguardv1.Decision {
+	if s.cfg.Redact != nil {
+		return s.cfg.Redact(d)
+	}
+	return d
+}
+
+// write writes d, already redacted, to the sink and, when it names a call,
+// the store. The caller may have gone: the store is given a context that
+// its cancellation does not end.
+func (s *Service) write(ctx context.Context, d *yesguardv1.Decision) {
 	if cw, ok := s.cfg.Sink.(CallerSink); ok {
 		// Who asked, per decision: the identity the interceptors found.
 		id, _ := auth.FromContext(ctx)

@@ -22,7 +22,11 @@ import (
 // duplicates get the result, brings its approval's ledger entry in step
 // (closeApproval), and writes a Complete record. An approval in the
 // request authorises it for that approval's decision only. Only the
-// pipeline role may (auth): a failed Complete frees the reservation.
+// pipeline role may (auth), and of it only the identity whose Check got
+// the ALLOW (auth.Identity.Owner, kept in the reservation so that every
+// replica knows it) or whoever presents the ALLOW's approval: a failed
+// Complete frees the reservation, and a result is what the ALLOW's
+// duplicates are told. Anyone else is PermissionDenied, counted.
 func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest) (*yesguardv1.CompleteResponse, error) {
 	if err := auth.RequireRole(ctx, auth.RolePipeline); err != nil {
 		s.CountError(codes.PermissionDenied)
@@ -40,7 +44,16 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 		}
 		resultJSON = b
 	}
-	key, err := s.cfg.Book.Complete(ctx, id, req.GetResult(), req.GetFailed())
+	owner := dedupe.AnyOwner
+	if claims != nil {
+		if err := s.requireCall(ctx, claims.CallID); err != nil {
+			return nil, err
+		}
+	} else {
+		caller, _ := auth.FromContext(ctx)
+		owner = caller.Owner()
+	}
+	key, err := s.cfg.Book.Complete(ctx, id, owner, req.GetResult(), req.GetFailed())
 	result := "ok"
 	if req.GetFailed() {
 		result = "failed"
@@ -59,6 +72,9 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 	case err == nil:
 	case ledgerOnly:
 		result = "unknown"
+	case errors.Is(err, dedupe.ErrNotOwner):
+		result = "refused"
+		err = status.Errorf(codes.PermissionDenied, "decision_id %q: it was allowed to another caller; only the token (or client certificate) whose Check got the ALLOW, or whoever presents its approval, may complete it", id)
 	case errors.Is(err, dedupe.ErrUnknownDecision):
 		result = "unknown"
 		err = status.Errorf(codes.NotFound, "decision_id %q: no allowed action is held for it (never allowed, already failed, or expired)", id)
@@ -121,6 +137,9 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 func (s *Service) ListDecisions(ctx context.Context, req *yesguardv1.ListDecisionsRequest) (*yesguardv1.ListDecisionsResponse, error) {
 	if err := validateID("call_id", req.GetCallId(), true); err != nil {
 		return nil, s.invalid(err)
+	}
+	if err := s.requireCall(ctx, req.GetCallId()); err != nil {
+		return nil, err
 	}
 	if req.GetPageSize() < 0 {
 		return nil, s.invalid(errors.New("page_size: must not be negative"))

@@ -36,6 +36,11 @@ func (s *Service) Redeem(ctx context.Context, req *yesguardv1.RedeemRequest) (*y
 	if err := validateRedeem(req); err != nil {
 		return nil, s.invalid(err)
 	}
+	if req.GetCallId() != "" {
+		if err := s.requireCall(ctx, req.GetCallId()); err != nil {
+			return nil, err
+		}
+	}
 	argsJSON, err := approval.CanonicalArgs(req.GetArgs())
 	if err != nil {
 		return nil, s.invalid(fmt.Errorf("args: %w", err))
@@ -48,6 +53,13 @@ func (s *Service) Redeem(ctx context.Context, req *yesguardv1.RedeemRequest) (*y
 	start := s.now()
 	hash := approval.ArgsHash(argsJSON)
 	claims, err := a.Verifier.VerifyAction(req.GetApproval(), approval.Action{CallID: req.GetCallId(), Tool: req.GetTool(), ArgsHash: hash})
+	if claims != nil {
+		// The approval's own call: a token bound to other calls may not
+		// spend it.
+		if cerr := s.requireCall(ctx, claims.CallID); cerr != nil {
+			return nil, cerr
+		}
+	}
 	if err == nil {
 		lctx, cancel := context.WithTimeout(ctx, redeemTimeout)
 		err = a.Ledger.Redeem(lctx, claims)

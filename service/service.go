@@ -27,6 +27,12 @@
 //   - The Check answer carries the short evidence (question sentence,
 //     answer text, detail) always, and the full evidence only when the
 //     request sets include_evidence; the record always holds the whole.
+//     Both are redacted by the same rules (Config.Redact): a pipeline
+//     token reads no more of a call than an auditor does.
+//   - A token bound to call-id prefixes (auth.Token.Calls) is
+//     PermissionDenied, counted, on any other call: Check, ListDecisions,
+//     Redeem, and Complete (its decision's call, through the owner or the
+//     approval's call id).
 //   - Metric labels are bounded: a tool the policy does not list is
 //     labelled "other".
 package service
@@ -83,9 +89,8 @@ type Config struct {
 	Logger *zap.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Redact returns the copy of a record that the sink and the store
-	// get (package redact); the Check's answer is made from the verdict
-	// and never redacted. Nil keeps records whole.
+	// Redact returns the copy of a record that the sink, the store and
+	// the Check's answer get (package redact). Nil keeps records whole.
 	Redact func(*yesguardv1.Decision) *yesguardv1.Decision
 	// RedactTurns does the same for ListDecisions' transcript.
 	RedactTurns func([]*yesguardv1.Turn) []*yesguardv1.Turn

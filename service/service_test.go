@@ -110,7 +110,7 @@ func (h *harness) checkErr(call, tool string, args map[string]any, full bool) (*
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return h.svc.Check(context.Background(), &yesguardv1.CheckRequest{CallId: call, Tool: tool, Args: st, IncludeEvidence: full})
+	return h.svc.Check(pipelineCtx(h.t), &yesguardv1.CheckRequest{CallId: call, Tool: tool, Args: st, IncludeEvidence: full})
 }
 
 func TestMalformedCheck(t *testing.T) {
@@ -134,7 +134,7 @@ func TestMalformedCheck(t *testing.T) {
 		t.Errorf("oversized args = %v, want InvalidArgument naming args", err)
 	}
 	for _, w := range []int64{-1, 60_001} {
-		_, err := h.svc.Check(context.Background(), &yesguardv1.CheckRequest{CallId: "c", Tool: "submit_appeal", WaitMs: w})
+		_, err := h.svc.Check(pipelineCtx(t), &yesguardv1.CheckRequest{CallId: "c", Tool: "submit_appeal", WaitMs: w})
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "wait_ms") {
 			t.Errorf("wait_ms %d = %v, want InvalidArgument naming wait_ms", w, err)
 		}
@@ -164,7 +164,7 @@ func TestEveryCheckWritesOneRecord(t *testing.T) {
 		d.GetKind() != yesguardv1.DecisionKind_DECISION_KIND_CHECK || d.GetReplica() != "r1" || d.GetArgs() != `{"appeal_id":"A-1"}` {
 		t.Fatalf("record lacks fields: %v", d)
 	}
-	list, err := h.svc.ListDecisions(t.Context(), &yesguardv1.ListDecisionsRequest{CallId: "c"})
+	list, err := h.svc.ListDecisions(pipelineCtx(t), &yesguardv1.ListDecisionsRequest{CallId: "c"})
 	if err != nil || len(list.GetDecisions()) != 1 || list.GetDecisions()[0].GetDecisionId() != d.GetDecisionId() {
 		t.Fatalf("ListDecisions = %v, %v", list, err)
 	}
@@ -237,7 +237,7 @@ func TestCompleteAndRepeats(t *testing.T) {
 		t.Fatalf("other arguments on the same yes = %v", evidence)
 	}
 
-	list, err := h.svc.ListDecisions(t.Context(), &yesguardv1.ListDecisionsRequest{CallId: "c"})
+	list, err := h.svc.ListDecisions(pipelineCtx(t), &yesguardv1.ListDecisionsRequest{CallId: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestListDecisionsPages(t *testing.T) {
 		if pages > n {
 			t.Fatal("paging does not end")
 		}
-		resp, err := h.svc.ListDecisions(t.Context(), &yesguardv1.ListDecisionsRequest{CallId: "p", PageSize: 3, PageToken: token})
+		resp, err := h.svc.ListDecisions(pipelineCtx(t), &yesguardv1.ListDecisionsRequest{CallId: "p", PageSize: 3, PageToken: token})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,11 +292,11 @@ func TestListDecisionsPages(t *testing.T) {
 	if len(got) != n || got[0] != "tool_0" || got[n-1] != fmt.Sprintf("tool_%d", n-1) {
 		t.Fatalf("pages gave %v", got)
 	}
-	if _, err := h.svc.ListDecisions(t.Context(), &yesguardv1.ListDecisionsRequest{CallId: "p", PageSize: -1}); status.Code(err) != codes.InvalidArgument {
+	if _, err := h.svc.ListDecisions(pipelineCtx(t), &yesguardv1.ListDecisionsRequest{CallId: "p", PageSize: -1}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("negative page size = %v", err)
 	}
 	h.say("p", transcript.Agent, "Hello.")
-	resp, err := h.svc.ListDecisions(t.Context(), &yesguardv1.ListDecisionsRequest{CallId: "p", IncludeTranscript: true})
+	resp, err := h.svc.ListDecisions(pipelineCtx(t), &yesguardv1.ListDecisionsRequest{CallId: "p", IncludeTranscript: true})
 	if err != nil || len(resp.GetTranscript()) != 1 || resp.GetTranscript()[0].GetText() != "Hello." {
 		t.Fatalf("transcript = %v, %v", resp.GetTranscript(), err)
 	}
@@ -304,7 +304,7 @@ func TestListDecisionsPages(t *testing.T) {
 
 // pipelineCtx is a context whose caller the interceptors found to hold
 // the pipeline role, as they do for Complete.
-func pipelineCtx(t *testing.T) context.Context {
+func pipelineCtx(t testing.TB) context.Context {
 	return auth.NewContext(t.Context(), auth.Identity{TokenName: "pipe", Roles: []auth.Role{auth.RolePipeline}})
 }
 

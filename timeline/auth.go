@@ -87,7 +87,7 @@ func (h *Handler) guarded(next http.HandlerFunc) http.Handler {
 		}
 		// The service sees who reads, as the gRPC interceptor would tell it
 		// (auth.RequireRole).
-		next(w, r.WithContext(auth.NewContext(r.Context(), auth.Identity{TokenName: tok.Name, Roles: tok.Roles})))
+		next(w, r.WithContext(auth.NewContext(r.Context(), auth.Identity{TokenName: tok.Name, Roles: tok.Roles, Calls: tok.Calls})))
 	})
 }
 

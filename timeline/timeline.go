@@ -37,6 +37,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,6 +168,11 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		h.cfg.Logger.Warn("timeline: recent calls not read", zap.Error(err))
 		h.problem(w, r, http.StatusServiceUnavailable, "The decision store did not answer", "The list of recent calls could not be read: "+err.Error()+". Try again in a moment.")
 		return
+	}
+	if id, _ := auth.FromContext(r.Context()); len(id.Calls) > 0 {
+		// A token bound to calls lists only those (ListDecisions refuses
+		// the others).
+		recs = slices.DeleteFunc(slices.Clone(recs), func(d *yesguardv1.Decision) bool { return !id.MayCall(d.GetCallId()) })
 	}
 	h.render(w, r, http.StatusOK, "list.html", listPage(recs, h.cfg.Now(), h.signedIn(r)))
 }

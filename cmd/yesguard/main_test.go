@@ -55,10 +55,11 @@ func TestParseServeFlags(t *testing.T) {
 				"--grpc-addr=0.0.0.0:6000", "--nats-url", "nats://n:4222", "--nats-listen=127.0.0.1:0",
 				"--http-addr=:9100", "--policy=/etc/yesguard/policy.yaml", "--locales-dir=/etc/yesguard/locales",
 				"--subject-prefix=acme.calls", "--decision-log=/var/log/yesguard.jsonl", "--log-level=debug",
-				"--shutdown-timeout=3s",
+				"--shutdown-timeout=3s", "--insecure-no-auth",
 			},
 			check: func(t *testing.T, c server.Config) {
 				want := defaults
+				want.InsecureNoAuth = true
 				want.GRPCAddr, want.NATSURL, want.NATSListen = "0.0.0.0:6000", "nats://n:4222", "127.0.0.1:0"
 				want.HTTPAddr, want.PolicyPath, want.LocalesDir = ":9100", "/etc/yesguard/policy.yaml", "/etc/yesguard/locales"
 				want.SubjectPrefix, want.DecisionLog, want.LogLevel = "acme.calls", "/var/log/yesguard.jsonl", "debug"

@@ -27,7 +27,7 @@ var serveFlags = []string{
 	"decision-retention", "decision-max-bytes", "decisions-per-call",
 	"max-text-bytes", "max-lang-bytes", "max-response-id-bytes", "max-source-bytes", "max-utterances",
 	"max-call-bytes", "max-total-bytes", "max-events-per-second", "max-calls", "idle-ttl", "ended-ttl",
-	"grpc-tokens", "grpc-tls-cert", "grpc-tls-key", "grpc-client-ca", "grpc-reflection", "grpc-health",
+	"grpc-tokens", "insecure-no-auth", "grpc-tls-cert", "grpc-tls-key", "grpc-client-ca", "grpc-reflection", "grpc-health",
 	"nats-pipeline-password-file", "nats-pipeline-nkey",
 	"nats-creds", "nats-nkey", "nats-token-file", "nats-user", "nats-password-file", "nats-tls-ca", "nats-tls-cert", "nats-tls-key",
 	"redact-drop", "redact-hash", "redact-key-file", "redact-digits",
@@ -84,6 +84,7 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 
 	// Security (docs/security.md).
 	fs.StringVar(&cfg.GRPCTokens, "grpc-tokens", "", "bearer token `file` (hashes and roles; make entries with 'yesguard token'); reloaded on SIGHUP. Empty: every method open")
+	fs.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "let gRPC and the pages listen beyond the loopback without --grpc-tokens (anyone who reaches them may ask for decisions and read every call); refused at start-up otherwise")
 	fs.StringVar(&cfg.GRPCTLSCert, "grpc-tls-cert", "", "gRPC TLS certificate chain PEM `file` (with --grpc-tls-key); reloaded on SIGHUP")
 	fs.StringVar(&cfg.GRPCTLSKey, "grpc-tls-key", "", "gRPC TLS private key PEM `file`")
 	fs.StringVar(&cfg.GRPCClientCA, "grpc-client-ca", "", "CA PEM `file`: every gRPC client must present a certificate it signed (mutual TLS)")
