@@ -89,6 +89,7 @@ func TestCompose(t *testing.T) {
 		"--nats-password-file": "/run/secrets/nats-guard.pw",
 		"--grpc-addr":          "0.0.0.0:50051",
 		"--http-addr":          "0.0.0.0:9090",
+		"--grpc-tokens":        "/run/secrets/tokens.yaml", // beyond loopback the guard starts only with tokens
 	} {
 		if got, _ := flagValue(yg.Command, flag); got != want {
 			t.Errorf("yesguard: %s = %q, want %q", flag, got, want)

@@ -16,7 +16,7 @@ import (
 
 // composeSecrets are the files secrets.sh makes, which the compose file
 // mounts from ./secrets/.
-var composeSecrets = []string{"pipeline.pw", "guard.pw", "nats-passwords.conf"}
+var composeSecrets = []string{"pipeline.pw", "guard.pw", "nats-passwords.conf", "pipeline.tok", "auditor.tok", "tokens.yaml"}
 
 // F0 of the security red team: the compose stack's NATS had no users, so
 // any client read every call and freed reservations. Its nats.conf, with
@@ -43,6 +43,26 @@ func TestComposeNATSAuth(t *testing.T) {
 	}
 	if fi, err := os.Stat(secrets); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("the secrets directory: %v %v, want mode 0700", fi, err)
+	}
+	// The gRPC tokens (security red team F0b: the guard refuses to listen
+	// beyond loopback without them): the file the compose file mounts as
+	// --grpc-tokens holds the tokens' hashes, with their roles.
+	tokens, err := auth.LoadTokens(filepath.Join(secrets, "tokens.yaml"))
+	if err != nil {
+		t.Fatalf("secrets.sh's tokens.yaml: %v", err)
+	}
+	for file, role := range map[string]auth.Role{"pipeline.tok": auth.RolePipeline, "auditor.tok": auth.RoleAuditor} {
+		raw, err := os.ReadFile(filepath.Join(secrets, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, ok := tokens.Lookup(strings.TrimSpace(string(raw)))
+		if !ok || !tok.Has(role) || len(tok.Roles) != 1 {
+			t.Errorf("%s: in tokens.yaml %v, roles %v, want only %s", file, ok, tok.Roles, role)
+		}
+	}
+	if strings.Contains(mustRead(t, filepath.Join(secrets, "tokens.yaml")), strings.TrimSpace(mustRead(t, filepath.Join(secrets, "pipeline.tok")))) {
+		t.Error("tokens.yaml holds a token, not only its hash")
 	}
 	// The container's layout: nats.conf and passwords.conf side by side.
 	etc := filepath.Join(dir, "etc")
@@ -120,4 +140,13 @@ func TestComposeNATSAuth(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the pipeline subscribed to everything")
 	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

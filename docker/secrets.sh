@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Makes the compose stack's NATS passwords, once, in docker/secrets/ (or
-# the directory given): one random password each for the pipeline and
+# Makes the compose stack's secrets, once, in docker/secrets/ (or the
+# directory given): one random NATS password each for the pipeline and
 # the guard, as plain files (pipeline.pw for the pipeline and the CLI's
 # --nats-password-file, guard.pw for yesguard's) and as the nats-server
-# variables nats.conf includes (nats-passwords.conf). The directory is
+# variables nats.conf includes (nats-passwords.conf); and two gRPC bearer
+# tokens, pipeline.tok (Check, Complete, Redeem) and auditor.tok
+# (ListDecisions and the /calls pages), with tokens.yaml, the hashes-only
+# file yesguard's --grpc-tokens reads (as `yesguard token` writes it). The directory is
 # 0700 (nobody else on the host reads it); the files are 0644 so that the
 # containers' users (yesguard runs as 65532) can read their bind mounts.
 # It never overwrites: delete the directory to rotate, then restart the
@@ -18,10 +21,27 @@ umask 077
 mkdir -p "$dir"
 chmod 700 "$dir"
 pw() { od -An -tx1 -N24 /dev/urandom | tr -d ' \n'; }
+tok() { od -An -tx1 -N32 /dev/urandom | tr -d ' \n'; }
+sha() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
 pipeline=$(pw)
 guard=$(pw)
 printf '%s\n' "$pipeline" > "$dir/pipeline.pw"
 printf '%s\n' "$guard" > "$dir/guard.pw"
 printf 'YESGUARD_PIPELINE_PASSWORD: "%s"\nYESGUARD_GUARD_PASSWORD: "%s"\n' "$pipeline" "$guard" > "$dir/nats-passwords.conf"
-chmod 644 "$dir/pipeline.pw" "$dir/guard.pw" "$dir/nats-passwords.conf"
-echo "wrote $dir/pipeline.pw, $dir/guard.pw and $dir/nats-passwords.conf"
+pipetok=$(tok)
+audittok=$(tok)
+printf '%s\n' "$pipetok" > "$dir/pipeline.tok"
+printf '%s\n' "$audittok" > "$dir/auditor.tok"
+{
+  echo "# yesguard tokens: hashes only (docker/secrets.sh); the tokens are in"
+  echo "# pipeline.tok and auditor.tok beside this file."
+  echo "tokens:"
+  echo "  - name: compose-pipeline"
+  echo "    sha256: $(sha "$pipetok")"
+  echo "    roles: [pipeline]"
+  echo "  - name: compose-auditor"
+  echo "    sha256: $(sha "$audittok")"
+  echo "    roles: [auditor]"
+} > "$dir/tokens.yaml"
+chmod 644 "$dir/pipeline.pw" "$dir/guard.pw" "$dir/nats-passwords.conf" "$dir/tokens.yaml"
+echo "wrote $dir/pipeline.pw, $dir/guard.pw, $dir/nats-passwords.conf, $dir/pipeline.tok, $dir/auditor.tok and $dir/tokens.yaml"
