@@ -182,7 +182,8 @@ func (s *Server) setUpLedger(ctx context.Context, js jetstream.JetStream) error 
 	if s.js.ledger.Load() != nil {
 		return nil
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, ledgerBucketConfig(s.cfg.JSReplicas))
+	// setUpJetStream ensured the bucket with the others (jsobjects.go).
+	kv, err := openBucket(ctx, js, ApprovalsBucket)
 	if err != nil {
 		return fmt.Errorf("approvals bucket %s: %w", ApprovalsBucket, err)
 	}

@@ -256,26 +256,13 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 		streamObject(js, decisions.StreamConfig(DecisionStream, decisions.DefaultSubjectPrefix,
 			c.DecisionRetention, c.DecisionMaxBytes, int64(c.DecisionsPerCall), c.JSReplicas)),
 		bucketObject(js, dedupe.BucketConfig(StateBucket, c.JSReplicas)),
+		bucketObject(js, ledgerBucketConfig(c.JSReplicas)),
 	} {
 		if err := ensure(actx, s.log, obj); err != nil {
 			return err
 		}
 	}
-	// Bounded, and tried again: the bucket's stream may not have answered
-	// its info yet (jsobjects.go).
-	var kv jetstream.KeyValue
-	for {
-		rctx, cancel := context.WithTimeout(actx, ensureRequest)
-		kv, err = js.KeyValue(rctx, StateBucket)
-		cancel()
-		if err == nil || actx.Err() != nil {
-			break
-		}
-		select {
-		case <-actx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	kv, err := openBucket(actx, js, StateBucket)
 	if err != nil {
 		return fmt.Errorf("state bucket %s: %w", StateBucket, err)
 	}

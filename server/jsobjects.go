@@ -176,6 +176,23 @@ func streamDiffers(got, want jetstream.StreamConfig) []string {
 	return d
 }
 
+// openBucket opens a bucket ensure made, each request bounded and tried
+// again until ctx ends: its stream may not have answered its info yet.
+func openBucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream.KeyValue, error) {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, ensureRequest)
+		kv, err := js.KeyValue(rctx, name)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return kv, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // bucketObject is the KV bucket the guard keeps with cfg.
 func bucketObject(js jetstream.JetStream, cfg jetstream.KeyValueConfig) jsObject {
 	return jsObject{
