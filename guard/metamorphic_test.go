@@ -115,6 +115,7 @@ var metaGenerators = []metaGenerator{
 	{name: "instruction_announced", want: "refuse"},
 	{name: "instruction_other_verb", want: "refuse"},
 	{name: "instruction_hedged", want: "refuse"},
+	{name: "container", want: "refuse"},
 	{name: "hedge", want: "refuse"},
 	{name: "backchannel", want: "refuse"},
 	{name: "take_back", want: "refuse"},
@@ -133,6 +134,7 @@ var metaGenerators = []metaGenerator{
 	{name: "confirm_frame", want: "allow"},
 	{name: "possessive_date", want: "allow"},
 	{name: "instruction", want: "allow"},
+	{name: "own_object", want: "allow"},
 }
 
 // asrGenerator is the one generator with no templates: it rewrites both

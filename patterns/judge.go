@@ -205,10 +205,11 @@ func (v Verdict) instruction(in Input, ca *callArgs, loc *Locale, answer, qText 
 	tool := in.Answer.Tool
 	if ans.NotPlain && ans.Verb {
 		// An instruction may name what it acts on in any tool's words, and
-		// state the call's own values ("Please pay the bill of $120.50
-		// now."): strayValue and boundStated below judge those values, so
-		// they are no words beyond the instruction.
-		echo := loc.callValueTokens(answer, ca)
+		// state values ("Please pay the bill of $120.50 now."): strayValue
+		// and boundStated below judge them (one that is none of the call's
+		// refuses as ARGUMENT_MISMATCH), so they are no words beyond the
+		// instruction.
+		echo := loc.valueTokens(answer, ca)
 		if tool.Others != nil {
 			for w := range tool.Others.Words() {
 				echo[w] = true
@@ -245,16 +246,13 @@ func (v Verdict) instruction(in Input, ca *callArgs, loc *Locale, answer, qText 
 	return v.with(NoQuestion, "the agent's turn "+strconv.Quote(clip(in.Question.Text, 160))+" asks nothing")
 }
 
-// callValueTokens returns the tokens of t that state a value of the
-// call's (no stray one), in a new set the caller may add to.
-func (l *Locale) callValueTokens(t Text, ca *callArgs) map[string]bool {
+// valueTokens returns the tokens of t that state an amount, date or time,
+// the call's or not, in a new set the caller may add to.
+func (l *Locale) valueTokens(t Text, ca *callArgs) map[string]bool {
 	out := map[string]bool{}
 	for _, s := range t.Sentences {
 		hits, _ := l.readValues(s, ca)
 		for _, h := range hits {
-			if h.stray {
-				continue
-			}
 			for _, tok := range s.Tokens[h.start:h.end] {
 				out[tok] = true
 			}
