@@ -111,6 +111,11 @@ var metaGenerators = []metaGenerator{
 	{name: "bad_now_already", want: "refuse"},
 	{name: "bad_confirm_frame", want: "refuse"},
 	{name: "bad_possessive_date", want: "refuse"},
+	{name: "instruction_two_values", want: "refuse"},
+	{name: "instruction_announced", want: "refuse"},
+	{name: "instruction_other_verb", want: "refuse"},
+	{name: "instruction_hedged", want: "refuse"},
+	{name: "container", want: "refuse"},
 	{name: "hedge", want: "refuse"},
 	{name: "backchannel", want: "refuse"},
 	{name: "take_back", want: "refuse"},
@@ -128,6 +133,8 @@ var metaGenerators = []metaGenerator{
 	{name: "now_already", want: "allow"},
 	{name: "confirm_frame", want: "allow"},
 	{name: "possessive_date", want: "allow"},
+	{name: "instruction", want: "allow"},
+	{name: "own_object", want: "allow"},
 }
 
 // asrGenerator is the one generator with no templates: it rewrites both
@@ -178,7 +185,22 @@ type metaTool struct {
 type metaGen struct {
 	Agent  []metaTemplate `yaml:"agent"`
 	Caller []metaTemplate `yaml:"caller"`
+	// Pair rewrites both turns: the last agent turn, which must ask
+	// nothing, and the caller's turn after it (rule 6, the caller's own
+	// instruction). Both are rendered with the same frame and values.
+	Pair []metaPair `yaml:"pair"`
 }
+
+// metaPair is an agent template and a caller template that go together.
+type metaPair struct {
+	Agent    string `yaml:"agent"`
+	Caller   string `yaml:"caller"`
+	Register string `yaml:"register"`
+}
+
+// pairSep joins a pair's two templates so that render fills them with the
+// same frame; it is a field of its own once render has joined the words.
+const pairSep = " \x00 "
 
 // metaTemplate is a template, written as a string or as {text, register}.
 type metaTemplate struct {
@@ -243,7 +265,19 @@ func readMeta(t *testing.T, path string) *metaFile {
 		if !known[name] || name == asrGenerator {
 			t.Fatalf("%s: generator %q is not one of metaGenerators (or takes no templates)", path, name)
 		}
-		for _, mt := range slices.Concat(g.Agent, g.Caller) {
+		pairs := make([]metaTemplate, 0, len(g.Pair))
+		for _, p := range g.Pair {
+			if p.Agent == "" || p.Caller == "" {
+				t.Fatalf("%s: %s: a pair needs an agent and a caller template: %+v", path, name, p)
+			}
+			// Rule 6 is about a turn that asks nothing: a pair's agent
+			// template holding a question would test rule 5 instead.
+			if strings.ContainsAny(p.Agent, "?¿") {
+				t.Fatalf("%s: %s: pair agent template %q asks a question", path, name, p.Agent)
+			}
+			pairs = append(pairs, metaTemplate{Text: p.Agent + pairSep + p.Caller, Register: p.Register})
+		}
+		for _, mt := range slices.Concat(g.Agent, g.Caller, pairs) {
 			if mt.Register != "" && mt.Register != "formal" && mt.Register != "informal" {
 				t.Fatalf("%s: %s: register %q is not formal or informal", path, name, mt.Register)
 			}
@@ -573,6 +607,17 @@ func mutate(c corpusFile, d dialogue, metas map[string]*metaFile) []metaMutant {
 				}
 			}
 		}
+		// A pair writes both turns in one language: only where the agent
+		// and the caller speak the same one.
+		if am != nil && am == cm && b.values != nil {
+			for ti, p := range am.Generators[gen.name].Pair {
+				if agent, caller, ok := b.mutatePair(am, gen, p, gi+ti); ok {
+					md := cloneDialogue(d)
+					md.Turns[n-2].Agent, md.Turns[n-1].Caller = agent, caller
+					add(gen, p.Agent+" / "+p.Caller, md)
+				}
+			}
+		}
 		if cm != nil {
 			for ti, mt := range cm.Generators[gen.name].Caller {
 				if text, ok := b.mutateCaller(cm, gen, mt, gi+ti); ok {
@@ -665,16 +710,7 @@ func (b *metaBase) mutateAgent(m, cm *metaFile, gen metaGenerator, mt metaTempla
 	if strings.HasSuffix(b.q, "?") && !endsWithTag(b.q) {
 		fill["q_open"] = strings.TrimRight(strings.TrimSuffix(b.q, "?"), " \u00a0")
 	}
-	if len(b.values) > 0 {
-		fill["value"] = b.values[0]
-		fill["amount2"] = otherAmount(b.values[0])
-	}
-	// {untimed} renders nothing, and only for a call that binds no date or
-	// time: a template that rewrites the question from a frame's phrases
-	// drops the date the question stated, so it fits no booking.
-	if !timedArgs(b.d.Args) {
-		fill["untimed"] = ""
-	}
+	b.fillValues(fill)
 	text, ok := b.render(m, mt.Text, fill, rot)
 	if !ok {
 		return "", false
@@ -685,6 +721,20 @@ func (b *metaBase) mutateAgent(m, cm *metaFile, gen metaGenerator, mt metaTempla
 		}
 	}
 	return text, true
+}
+
+// fillValues fills {value} and {amount2} from the bound value, and
+// {untimed}: it renders nothing, and only for a call that binds no date or
+// time, because a template that rewrites the question from a frame's
+// phrases drops the date the question stated, so it fits no booking.
+func (b *metaBase) fillValues(fill map[string]string) {
+	if len(b.values) > 0 {
+		fill["value"] = b.values[0]
+		fill["amount2"] = otherAmount(b.values[0])
+	}
+	if !timedArgs(b.d.Args) {
+		fill["untimed"] = ""
+	}
 }
 
 // timedArgs reports whether a call's arguments hold a date or a time
@@ -738,6 +788,34 @@ func (b *metaBase) mutateCaller(m *metaFile, gen metaGenerator, mt metaTemplate,
 		fill["value"] = b.values[0]
 	}
 	return b.render(m, mt.Text, fill, rot)
+}
+
+// mutatePair renders a pair's agent and caller templates with one frame.
+// It skips when a placeholder cannot be filled or the register is not the
+// agent turn's, and, for a safe generator, when a bound value is stated in
+// neither turn: rule 6 then rightly refuses, so the label would be wrong.
+func (b *metaBase) mutatePair(m *metaFile, gen metaGenerator, p metaPair, rot int) (agent, caller string, ok bool) {
+	if p.Register != "" && (p.Register == "informal") != b.informal {
+		return "", "", false
+	}
+	fill := map[string]string{}
+	b.fillValues(fill)
+	text, ok := b.render(m, p.Agent+pairSep+p.Caller, fill, rot)
+	if !ok {
+		return "", "", false
+	}
+	agent, caller, ok = strings.Cut(text, pairSep)
+	if !ok || agent == "" || caller == "" {
+		return "", "", false
+	}
+	if gen.want == "allow" {
+		for _, v := range b.values {
+			if !strings.Contains(agent, v) && !strings.Contains(caller, v) {
+				return "", "", false
+			}
+		}
+	}
+	return agent, caller, true
 }
 
 func (m *metaFile) startsWithYesWord(s string) bool {

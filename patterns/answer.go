@@ -236,11 +236,17 @@ func (l *Locale) followsVerb(toks []string, i int, a *Action, verbSpans []span, 
 			glueAt[k] = true
 		}
 	}
-	for k := i - 1; k >= 0 && k >= i-particleReach; k-- {
+	// An echoed word counts for none, so a value the caller restates
+	// ("89,90 euro", several tokens) does not use up the reach; the walk
+	// is bounded all the same, at twice the reach.
+	for k, steps := i-1, 0; k >= 0 && k >= i-2*particleReach && steps < particleReach; k-- {
 		switch {
 		case verbAt[k]:
 			return true
-		case glueAt[k] || a.words[toks[k]] || echo[toks[k]]:
+		case echo[toks[k]]:
+			continue
+		case glueAt[k] || a.words[toks[k]]:
+			steps++
 			continue
 		}
 		return false

@@ -203,8 +203,19 @@ func (v Verdict) with(o Outcome, detail string) Verdict {
 // policy gives any tool ("I'd like to cancel my appointment").
 func (v Verdict) instruction(in Input, ca *callArgs, loc *Locale, answer, qText Text, ans Judgement, q Question, agentSpoke bool) Verdict {
 	tool := in.Answer.Tool
-	if ans.NotPlain && ans.Verb && tool.Others != nil {
-		ans = loc.JudgeAnswer(answer, tool.Action, tool.Others.Words())
+	if ans.NotPlain && ans.Verb {
+		// An instruction may name what it acts on in any tool's words, and
+		// state values ("Please pay the bill of $120.50 now."): strayValue
+		// and boundStated below judge them (one that is none of the call's
+		// refuses as ARGUMENT_MISMATCH), so they are no words beyond the
+		// instruction.
+		echo := loc.valueTokens(answer, ca)
+		if tool.Others != nil {
+			for w := range tool.Others.Words() {
+				echo[w] = true
+			}
+		}
+		ans = loc.JudgeAnswer(answer, tool.Action, echo)
 	}
 	if !ans.NotPlain && ans.Verb {
 		if sen, bad, ok := loc.strayValue(answer, ca); !ok {
@@ -233,6 +244,21 @@ func (v Verdict) instruction(in Input, ca *callArgs, loc *Locale, answer, qText 
 		}
 	}
 	return v.with(NoQuestion, "the agent's turn "+strconv.Quote(clip(in.Question.Text, 160))+" asks nothing")
+}
+
+// valueTokens returns the tokens of t that state an amount, date or time,
+// the call's or not, in a new set the caller may add to.
+func (l *Locale) valueTokens(t Text, ca *callArgs) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range t.Sentences {
+		hits, _ := l.readValues(s, ca)
+		for _, h := range hits {
+			for _, tok := range s.Tokens[h.start:h.end] {
+				out[tok] = true
+			}
+		}
+	}
+	return out
 }
 
 // clip cuts s to at most n bytes, at a rune boundary, marking the cut.

@@ -129,9 +129,16 @@ type File struct {
 	// balance *is* $120.50", "the appeal is *ready*").
 	StatementWords []string `yaml:"statement_words"`
 	// ModifierLinks join a noun to another that describes it ("la
-	// solicitud *de* apelación", "la factura *de* la luz"): up to two
-	// content words joined so to one of the objects describe it.
+	// factura *de* la luz"): up to two content words joined so after one
+	// of the objects describe it; before one only where no verb governs
+	// them (what the verb acts on must be one of its objects).
 	ModifierLinks []string `yaml:"modifier_links"`
+	// Containers are nouns of a thing made of or about what an action acts
+	// on, not that thing: a copy, a receipt, a confirmation of it ("a copy
+	// of the claim", "die Eingangsbestätigung"). One never fills a slot, so
+	// with a tool's verb it stays unexplained unless the tool lists it as
+	// its own object (an email_copy tool's "copy").
+	Containers []string `yaml:"containers"`
 	// NotModifiers never fill a modifier or party slot: the words of
 	// time, order, addition and agency that change what a question
 	// proposes ("later", "tomorrow", "first", "also", "yourself").
@@ -285,6 +292,7 @@ type Locale struct {
 
 	frames, tags, plainWords, fillerSentences, titles, recaps phraseList
 	statementWords, partyPrepositions, modifierLinks          phraseList
+	containers                                                phraseList
 	partyArticles, pronouns, placePrepositions                phraseList
 	insteadOfWaiting                                          phraseList
 	dayPeriods                                                phraseList
@@ -487,6 +495,7 @@ func (f *File) Validate(lang string) error {
 		"pronoun_endings":               f.PronounEndings,
 		"modifier_links":                f.ModifierLinks,
 		"not_modifiers":                 f.NotModifiers,
+		"containers":                    f.Containers,
 		"verb_first_endings":            f.VerbFirstEndings,
 		"verb_first_words":              f.VerbFirstWords,
 		"tags":                          f.Tags,
@@ -643,6 +652,7 @@ func compileLocale(f *File) *Locale {
 		l.pronounEndings = append(l.pronounEndings, Fold(strings.TrimSpace(e)))
 	}
 	l.modifierLinks = c(f.ModifierLinks)
+	l.containers = c(f.Containers)
 	l.verbSecond = f.VerbSecond
 	l.postnominal = f.PostnominalModifiers
 	l.verbFirstWords = map[string]bool{}

@@ -2,6 +2,7 @@ package patterns
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -135,4 +136,60 @@ func insertedRole(l *Locale, q string, i int, tool Tool) role {
 		n -= len(s.Tokens)
 	}
 	return unexplained
+}
+
+// TestWhatTheVerbGovernsIsTheToolsObject: with the tool's verb, a
+// container of its object ("a copy of the claim", locales containers) is
+// not the object, in every language, and the detail names it; the same
+// noun is explained for a tool that lists it as its own object.
+func TestWhatTheVerbGovernsIsTheToolsObject(t *testing.T) {
+	for _, tc := range []struct {
+		lang, question, container string
+		verbs, objects            []string
+	}{
+		{"en", "Shall I send you a copy of the claim?", "copy", []string{"submit", "send"}, []string{"claim"}},
+		{"en", "Shall I send the receipt for the claim?", "receipt", []string{"submit", "send"}, []string{"claim"}},
+		{"en", "Do you want me to send you a confirmation of the claim?", "confirmation", []string{"submit", "send"}, []string{"claim"}},
+		{"es", "¿Quiere que presente una copia de la apelación?", "copia", []string{"presentar"}, []string{"apelación"}},
+		{"de", "Soll ich die Eingangsbestätigung für den Widerspruch einreichen?", "eingangsbestatigung", []string{"einreichen"}, []string{"Widerspruch"}},
+		{"fr", "Voulez-vous que je dépose une copie du recours ?", "copie", []string{"déposer"}, []string{"recours"}},
+		{"it", "Vuole che presenti una copia del ricorso?", "copia", []string{"presentare"}, []string{"ricorso"}},
+		{"nl", "Zal ik een kopie van het bezwaar indienen?", "kopie", []string{"indienen"}, []string{"bezwaar"}},
+		{"pt", "Quer que eu submeta uma cópia do recurso?", "copia", []string{"submeter"}, []string{"recurso"}},
+	} {
+		l := locale(t, tc.lang)
+		tool := Tool{Action: l.CompileAction(tc.verbs, tc.objects), Others: l.MergeActions([]string{"email"}, []string{"copy"})}
+		v := Judge(Input{Answer: Turn{Locale: l, Text: "Ok.", Tool: tool}, Question: &Turn{Locale: l, Text: tc.question, Tool: tool}})
+		if v.Outcome != QuestionNotPlain || !slices.Contains(v.Unexplained, tc.container) || !strings.Contains(v.Detail, strconv.Quote(tc.container)+" names something") {
+			t.Errorf("%s %q: %s %q %q, want question_not_plain naming container %q", tc.lang, tc.question, v.Outcome, v.Detail, v.Unexplained, tc.container)
+		}
+	}
+	l := locale(t, "en")
+	own := Tool{Action: l.CompileAction([]string{"email"}, []string{"copy"})}
+	if v := Judge(Input{Answer: Turn{Locale: l, Text: "Yes.", Tool: own}, Question: &Turn{Locale: l, Text: "Shall I email you a copy of the appeal?", Tool: own}}); v.Outcome != Confirmed {
+		t.Errorf("a tool whose object is the copy: %s %q, want confirmed", v.Outcome, v.Detail)
+	}
+}
+
+// TestAnInstructionMayStateTheCallsValue: with no question, the caller's
+// instruction may state the bound value itself (rule 6); a value that is
+// none of the call's still refuses.
+func TestAnInstructionMayStateTheCallsValue(t *testing.T) {
+	for _, tc := range []struct {
+		lang, statement, answer string
+		verbs, objects          []string
+		want                    Outcome
+	}{
+		{"en", "Your new bill has come in.", "Please pay the bill of $120.50 now.", []string{"pay"}, []string{"bill"}, Instructed},
+		{"en", "Your new bill has come in.", "Please pay the bill of $99.00 now.", []string{"pay"}, []string{"bill"}, ArgumentMismatch},
+		{"nl", "Uw nieuwe rekening is binnen.", "Betaal de rekening van 120,50 euro nu maar.", []string{"betalen"}, []string{"rekening"}, Instructed},
+	} {
+		l := locale(t, tc.lang)
+		tool := Tool{Action: l.CompileAction(tc.verbs, tc.objects)}
+		v := Judge(Input{Answer: Turn{Locale: l, Text: tc.answer, Tool: tool}, Question: &Turn{Locale: l, Text: tc.statement, Tool: tool},
+			Args: []Argument{{Name: "amount", Value: 120.5}}, Bind: []string{"amount"}})
+		if v.Outcome != tc.want {
+			t.Errorf("%s %q after %q: %s %q, want %s", tc.lang, tc.answer, tc.statement, v.Outcome, v.Detail, tc.want)
+		}
+	}
 }

@@ -249,6 +249,13 @@ type reading struct {
 	// strays are values that are none of the call's arguments.
 	strays []valueHit
 	values []valueHit
+	// governFrom is the first token of this action's verb or of a proceed
+	// or confirm phrase: what stands after it is what the action acts on
+	// (len(tokens) when there is none).
+	governFrom int
+	// container marks the words of containers (locales containers) that
+	// are none of the action's objects: none fills a slot.
+	container []bool
 }
 
 // read reads sentence s as a proposal of tool's action, with the call's
@@ -266,10 +273,17 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 	r := reading{s: s, roles: make([]role, len(toks)), firstVerb: -1, lastVerb: -1}
 	pbuf := make([]int, 0, 8) // the positions of one match at a time
 	spans := newSpanArena(toks)
+	// A container (locales containers) is never another tool's object
+	// or a confirm phrase ("a copy of", "a confirmation of"), and fills
+	// no slot: only this tool's own objects explain it.
 	mark := func(k int, ro role) {
-		if r.roles[k] == unexplained {
-			r.roles[k] = ro
+		if r.roles[k] != unexplained {
+			return
 		}
+		if (ro == roleOther || ro == roleConfirm) && r.container != nil && r.container[k] {
+			return
+		}
+		r.roles[k] = ro
 	}
 	a := tool.Action
 	mine, _ := ownVerbs(spans.find(&a.verbs), tool.Others, toks)
@@ -294,6 +308,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 			}
 		}
 	}
+	r.governFrom = govFrom
 	r.sharedOnly = len(mine) > 0
 	r.rival = len(spans.find(&a.rivals)) > 0
 	for _, sp := range mine {
@@ -318,6 +333,15 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 			mark(p, roleObject)
 		}
 	}
+	if cs := spans.find(&l.containers); len(cs) > 0 {
+		r.container = make([]bool, len(toks))
+		for _, sp := range cs {
+			pbuf, _ = appendPositions(pbuf[:0], sp.p.elems, toks, sp.start)
+			for _, p := range pbuf {
+				r.container[p] = r.roles[p] == unexplained
+			}
+		}
+	}
 	if l.compoundObjects {
 		// "Zahnarzttermin": a compound ending in an object names it.
 		for k, tok := range toks {
@@ -325,7 +349,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 			case r.roles[k] != unexplained:
 			case a.endsInObject(tok):
 				r.roles[k] = roleObject
-			case tool.Others != nil && tool.Others.endsInObject(tok):
+			case tool.Others != nil && tool.Others.endsInObject(tok) && (r.container == nil || !r.container[k]):
 				r.roles[k] = roleOther
 			}
 		}
@@ -420,6 +444,9 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 			r.roles[sp.end] = roleName
 		}
 	}
+	if r.firstVerb >= 0 {
+		r.governFrom = min(r.governFrom, r.firstVerb)
+	}
 	l.slots(&r, tool)
 	if !args.timed {
 		l.identifyingDates(&r, tool.Action)
@@ -507,6 +534,16 @@ func (r *reading) namesTarget() bool {
 }
 
 // has reports whether some word of r has role ro.
+// unexplainedContainer returns the first container word no rule explains.
+func (r *reading) unexplainedContainer() (string, bool) {
+	for k, c := range r.container {
+		if c && r.roles[k] == unexplained {
+			return r.s.Tokens[k], true
+		}
+	}
+	return "", false
+}
+
 func (r *reading) has(ro role) bool { return slices.Contains(r.roles, ro) }
 
 // asksLeave reports whether the action's verb stands as what the agent
@@ -731,7 +768,7 @@ func (l *Locale) slots(r *reading, tool Tool) {
 	n := len(toks)
 	// This tool's own words never fill a slot.
 	content := func(k int) bool {
-		return r.roles[k] == unexplained && l.contentWord(toks[k], tool.Action)
+		return r.roles[k] == unexplained && l.contentWord(toks[k], tool.Action) && (r.container == nil || !r.container[k])
 	}
 	// Words of time, order, addition and agency fill no slot: "the
 	// tomorrow appeal" or "¿Presento la apelación mañana?" changes what
@@ -777,9 +814,13 @@ func (l *Locale) slots(r *reading, tool Tool) {
 		case l.postnominal && i > 0 && (r.roles[i-1] == roleObject || r.roles[i-1] == roleOther):
 			// "il primo appuntamento libero".
 			mark(r, i, j, roleModifier)
-		case l.linkedTo(r, j, +1) || l.linkedTo(r, i-1, -1):
-			// "la solicitud de apelación", "la factura de la luz",
-			// "den Widerspruch gegen den Bescheid".
+		case (i < r.governFrom && l.linkedTo(r, j, +1)) || l.linkedTo(r, i-1, -1):
+			// "la factura de la luz", "den Widerspruch gegen den
+			// Bescheid"; a slot before a link to an object only where
+			// no verb or proceed phrase governs it ("alle Angaben für
+			// Ihren Widerspruch" in a statement): what the action's verb
+			// governs must be one of its objects, so "send the receipt
+			// for the claim" is not plain.
 			mark(r, i, j, roleModifier)
 		case nominal && l.partyBefore(r, i) && l.endsProposal(r, j):
 			// "with the hygienist", "an die Behörde".

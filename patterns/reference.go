@@ -527,7 +527,11 @@ func (l *Locale) notPlain(r *reading, asking bool) (proposed, bool) {
 	var p proposed
 	if words := r.unexplainedWords(); len(words) > 0 {
 		p.unexplained = words
-		return p.fail(QuestionNotPlain, quoteList(words)+" "+explainNot(len(words))), true
+		detail := quoteList(words) + " " + explainNot(len(words))
+		if c, ok := r.unexplainedContainer(); ok {
+			detail += " (" + strconv.Quote(c) + " names something made of or about what the action acts on, not the thing itself)"
+		}
+		return p.fail(QuestionNotPlain, detail), true
 	}
 	if len(r.strays) > 0 {
 		return p.fail(ArgumentMismatch, "it states "+strconv.Quote(r.strays[0].text)+", which is none of the call's arguments"), true
