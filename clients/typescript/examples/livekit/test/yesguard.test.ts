@@ -5,8 +5,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { asLanguageCode, initializeLogger, llm, voice } from "@livekit/agents";
-import type { Msg } from "@nats-io/transport-node";
-import { startGuard, waitFor, type RunningGuard } from "@yesguard/client/testing";
+import { startGuard, type RunningGuard } from "@yesguard/client/testing";
 import type { GuardClient, TranscriptPublisher } from "@yesguard/client";
 import { z } from "zod";
 import { callIdOf, guardedTool, publishTranscript } from "../src/yesguard.js";
@@ -76,33 +75,34 @@ describe("the LiveKit example's guard logic", () => {
   }
 
   test("publishes the session's events as the contract's transcript events", async () => {
+    // The pipeline's NATS user may publish transcripts, not read them
+    // (issue 11): what was published is seen through the guard.
     const c = call("events");
-    const nc = await g.natsConn();
-    const msgs: Msg[] = [];
-    const sub = nc.subscribe(`yesguard.transcript.${c.callId}`, { callback: (err, m) => void (err || msgs.push(m)) });
-    await nc.flush();
+    const seen = await g.eventsSeen();
+    const rejected = await g.metric("yesguard_transcript_events_rejected_total");
     const h = c.reply();
     c.agentSaid(h, QUESTION);
     c.callerSays("Yes please");
     c.agentSaid(c.reply(), "Let me", true);
-    await waitFor(() => msgs.length === 6, "6 events");
-    sub.unsubscribe();
+    // Six events: the question, speech started, the interim and the final
+    // yes, speech stopped, the interrupted "Let me".
+    await g.waitEvents(seen + 6);
     c.stop();
-    const got = msgs.map((m) => m.json<Record<string, unknown>>());
+    assert.equal(await g.eventsSeen(), seen + 6, "exactly six events reached the guard");
+    assert.equal(await g.metric("yesguard_transcript_events_rejected_total"), rejected, "the guard rejected none");
+    const page = await guard.listDecisions({ callId: c.callId, includeTranscript: true });
     assert.deepEqual(
-      got.map((e) => [e.speaker, e.type, e.text, e.final, e.interrupted]),
+      page.transcript.map((t) => [t.speaker, t.text, t.interrupted, t.source]),
       [
-        ["agent", "transcript", QUESTION, true, false],
-        ["caller", "speech_started", undefined, undefined, undefined],
-        ["caller", "transcript", "Yes", false, undefined],
-        ["caller", "transcript", "Yes please", true, undefined],
-        ["caller", "speech_stopped", undefined, undefined, undefined],
-        ["agent", "transcript", "Let me", true, true],
+        ["agent", QUESTION, false, "livekit-agent"],
+        ["caller", "Yes please", false, "livekit-agent"],
+        ["agent", "Let me", true, "livekit-agent"],
       ],
     );
-    assert.equal(got[0]!.response_id, h.id, "the agent's words carry their speech handle's id");
-    assert.equal(got[3]!.lang, "en");
-    assert.deepEqual(got.map((e) => e.seq), [1, 2, 3, 4, 5, 6]);
+    assert.equal(page.transcript[0]!.responseId, h.id, "the agent's words carry their speech handle's id");
+    assert.equal(page.transcript[1]!.lang, "en");
+    assert.equal(page.transcript[0]!.firstSeq, 1, "seq counts from 1 per call");
+    assert.equal(page.transcript[2]!.lastSeq, 6, "one seq per event");
     assert.match(c.callId, /^room_with_dots-events-/, "the room name made one subject token");
   });
 
