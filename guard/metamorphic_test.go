@@ -105,6 +105,7 @@ var metaGenerators = []metaGenerator{
 	{name: "negative_question", want: "refuse", yesWord: true},
 	{name: "mind", want: "refuse", yesWord: true},
 	{name: "bad_place", want: "refuse"},
+	{name: "when_link", want: "refuse"},
 	{name: "bad_on_file", want: "refuse"},
 	{name: "bad_outstanding", want: "refuse"},
 	{name: "bad_wait", want: "refuse"},

@@ -143,6 +143,12 @@ type File struct {
 	// time, order, addition and agency that change what a question
 	// proposes ("later", "tomorrow", "first", "also", "yourself").
 	NotModifiers []string `yaml:"not_modifiers"`
+	// WhenLinks are the words that, opening a link before a date, may as
+	// well say when to act as which thing ("submit the appeal *for* the
+	// 3rd", "den Antrag *für* Montag"): a date reached through a link that
+	// starts with one names no object, so unless the call binds it, it
+	// stays a stray value and the question is not plain.
+	WhenLinks []string `yaml:"when_links"`
 	// PostnominalModifiers: up to two content words right after an object
 	// describe it ("il primo appuntamento libero", "la cita pendiente").
 	PostnominalModifiers bool `yaml:"postnominal_modifiers"`
@@ -308,7 +314,10 @@ type Locale struct {
 	// party slot.
 	functionWords map[string]bool
 	// notModifiers may fill no slot after an object or a verb.
-	notModifiers     map[string]bool
+	notModifiers map[string]bool
+	// whenLinks: a link opened by one of these words does not tie a date
+	// to an object (File.WhenLinks).
+	whenLinks        map[string]bool
 	ask, askVerbOnly string
 	askArticles      map[string]string
 	askArticleEnds   []string
@@ -495,6 +504,7 @@ func (f *File) Validate(lang string) error {
 		"pronoun_endings":               f.PronounEndings,
 		"modifier_links":                f.ModifierLinks,
 		"not_modifiers":                 f.NotModifiers,
+		"when_links":                    f.WhenLinks,
 		"containers":                    f.Containers,
 		"verb_first_endings":            f.VerbFirstEndings,
 		"verb_first_words":              f.VerbFirstWords,
@@ -662,6 +672,10 @@ func compileLocale(f *File) *Locale {
 	for _, e := range f.VerbFirstEndings {
 		l.verbFirstEndings = append(l.verbFirstEndings, Fold(strings.TrimSpace(e)))
 	}
+	l.whenLinks = map[string]bool{}
+	for _, w := range f.WhenLinks {
+		l.whenLinks[l.fold(strings.TrimSpace(w))] = true
+	}
 	l.notModifiers = map[string]bool{}
 	for _, p := range f.NotModifiers {
 		for _, w := range strings.Fields(l.fold(p)) {
@@ -754,7 +768,7 @@ func (f *File) lists() [][]string {
 		f.QuestionWords, f.Fillers, f.Politeness, f.Glue, f.Requests, f.Particles, f.QuantityWords,
 		f.ConfirmRequests, f.QuestionStarts, f.Proceed, f.ConfirmVerbs, f.BackReferences, f.OpenQuestions,
 		f.SideClauses, f.Alternatives, f.Conjunctions, f.Prepositions, f.Frames, f.Tags, f.PlainWords,
-		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.PlacePrepositions, f.InsteadOfWaiting, f.Pronouns, f.Determiners, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers}
+		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.PlacePrepositions, f.InsteadOfWaiting, f.Pronouns, f.Determiners, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers, f.WhenLinks}
 }
 
 // Get returns the locale for a BCP-47 tag: "es-MX" falls back to "es". It

@@ -719,17 +719,27 @@ func (l *Locale) identifies(r *reading, h valueHit) bool {
 	}
 	linked := false
 	if sp, ok := l.modifierLinks.startsWith(toks[h.start:h.end]); ok && sp.end < h.end-h.start {
+		if l.whenLinks[toks[h.start]] {
+			return false // "for the 3rd": when, as well as which
+		}
 		linked = true
 	}
 	k := h.start - 1
 	switch {
 	case k >= 0 && r.roles[k] == rolePlain && linkAt(k):
+		if l.whenLinks[toks[k]] {
+			return false
+		}
 		linked, k = true, k-1
 	case k >= 1 && r.roles[k] == rolePlain && r.roles[k-1] == rolePlain && linkAt(k-1):
+		if l.whenLinks[toks[k-1]] {
+			return false
+		}
 		linked, k = true, k-2
 	case k >= 1 && r.roles[k] == rolePlain && r.roles[k-1] == roleOther:
-		// "uw afspraak op 3 juni": another tool's thing, and its date.
-		return h.kind != ValueRelative
+		// "uw afspraak op 3 juni": another tool's thing, and its date;
+		// "the appointment for Monday" may say when as well.
+		return h.kind != ValueRelative && !l.whenLinks[toks[k]]
 	}
 	for ; k >= 0; k-- {
 		switch ro := r.roles[k]; {
