@@ -113,6 +113,16 @@ func (c *call) say(speaker, text string, startMS, endMS int64) {
 // real pipeline.
 func (c *call) raced(answer string, startMS, endMS int64) *yesguardv1.CheckResponse {
 	c.t.Helper()
+	// Everything said so far is in the guard first: a Check on a call
+	// whose events have not been applied yet is refused at once (a loaded
+	// machine), which is not the race this test draws.
+	deadline := time.Now().Add(10 * time.Second)
+	for eventsSeen(c.t, c.reg) < float64(c.seq) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the guard took in %v of the call's %d events", eventsSeen(c.t, c.reg), c.seq)
+		}
+		time.Sleep(time.Millisecond) // synchronisation only
+	}
 	before := inFlight(c.t, c.reg)
 	type res struct {
 		r   *yesguardv1.CheckResponse
@@ -126,8 +136,13 @@ func (c *call) raced(answer string, startMS, endMS int64) *yesguardv1.CheckRespo
 		r, err := c.guard.Check(ctx, &yesguardv1.CheckRequest{CallId: c.id, Tool: "submit_appeal", Args: args})
 		ch <- res{r, err}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for inFlight(c.t, c.reg) <= before {
+		select {
+		case got := <-ch:
+			c.t.Fatalf("the Check was answered before the caller spoke: %v %s/%s (%s)", got.err, got.r.GetOutcome(), got.r.GetReason(), got.r.GetDetail())
+		default:
+		}
 		if time.Now().After(deadline) {
 			c.t.Fatal("the Check never got in flight")
 		}
@@ -148,6 +163,25 @@ func (c *call) raced(answer string, startMS, endMS int64) *yesguardv1.CheckRespo
 // pipelineLag is how long after the Check the caller's answer is
 // published, as probe's --lag.
 const pipelineLag = 250 * time.Millisecond
+
+// eventsSeen is the transcript events the guard has taken in, applied or
+// rejected.
+func eventsSeen(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if n := mf.GetName(); n == "yesguard_transcript_events_total" || n == "yesguard_transcript_events_rejected_total" {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
 
 func inFlight(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
