@@ -451,6 +451,7 @@ func (b *KV) allow(ctx context.Context, req Request) (Verdict, Reservation, erro
 		}
 	}
 
+	retaken := false
 	if val.TurnID != 0 {
 		ekey := evidenceKeyOf(req.Key.CallID, req.TurnID, req.Key.Tool)
 		ev, _ := json.Marshal(kvEvidence{DecisionID: req.DecisionID, ArgsHash: req.Key.ArgsHash})
@@ -459,6 +460,7 @@ func (b *KV) allow(ctx context.Context, req Request) (Verdict, Reservation, erro
 			// The same action again after it failed takes the turn over,
 			// by the revision of the failed use; anything else is refused.
 			err = b.retakeEvidence(ctx, ekey, req.Key, ev, req.EvidenceTTL)
+			retaken = err == nil
 		}
 		if err != nil {
 			release()
@@ -471,7 +473,13 @@ func (b *KV) allow(ctx context.Context, req Request) (Verdict, Reservation, erro
 	if val.Item != "" {
 		if v, orig, err := b.recordItem(ctx, &req); err != nil || v != OK {
 			release()
-			if val.TurnID != 0 {
+			switch {
+			case retaken:
+				// The turn held a failed use of this same action: it goes
+				// back to that, not to nobody (other arguments stay
+				// refused on it, as in the memory book).
+				b.failEvidence(context.WithoutCancel(ctx), &val)
+			case val.TurnID != 0:
 				b.deleteIf(context.WithoutCancel(ctx), evidenceKeyOf(req.Key.CallID, req.TurnID, req.Key.Tool), req.DecisionID)
 			}
 			return v, orig, err
