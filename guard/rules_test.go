@@ -160,6 +160,19 @@ func TestOwnResponseThatAsksIsTheQuestion(t *testing.T) {
 	}
 }
 
+// The same for a recogniser's run-on question with no mark: the judge
+// splits it at its opener, and so must the filler rule, or the yes to the
+// question before it would be taken while the agent is asking again.
+func TestOwnResponseRunOnQuestionIsTheQuestion(t *testing.T) {
+	h := longWait(t)
+	h.say("c", transcript.Agent, "Shall I submit the appeal?", withResponse("r0"))
+	h.say("c", transcript.Caller, "Yes.")
+	h.say("c", transcript.Agent, "got it could i submit the appeal for you now", withResponse("r1"))
+	got := checkAsync(t, h, "c", respID("r1"))
+	h.say("c", transcript.Caller, "No, not yet.")
+	want(t, <-got, refuse, yesguardv1.Reason_REASON_NEGATED)
+}
+
 func TestUnknownCallAndOtherCalls(t *testing.T) {
 	h := newHarness(t, "testdata/policy.yaml")
 	want(t, h.check("nobody", "submit_appeal", nil), refuse, yesguardv1.Reason_REASON_UNKNOWN_CALL)

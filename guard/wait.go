@@ -58,8 +58,7 @@ func (c *check) ownSpeechAsks(snap transcript.Snapshot, responseID string) bool 
 	if loc == nil {
 		return true // unreadable: not known to be filler
 	}
-	_, asks := loc.LastQuestion(loc.Parse(text.String()))
-	return asks
+	return loc.Asks(text.String())
 }
 
 // waitTurn waits, woken by the call's transcript changes, until the

@@ -46,6 +46,14 @@ func (l *Locale) LastQuestion(t Text) (Question, bool) {
 	return Question{}, false
 }
 
+// Asks reports whether an agent's text asks something a yes answers, read
+// as the judge reads a question turn: run-on sentences split at their
+// question openers first ("got it could i submit the appeal for you now").
+func (l *Locale) Asks(text string) bool {
+	_, asks := l.LastQuestion(l.splitRunOn(l.Parse(text)))
+	return asks
+}
+
 // splitRunOn splits each sentence of an agent's turn that has no question
 // mark at every question opener after its start (question_starts and
 // confirm_requests, taken left to right without overlap): a recogniser
