@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -69,7 +68,6 @@ type KV struct {
 	abandoned     map[string]time.Time
 	reconcileQ    chan orphanJob
 	reconcileDone chan struct{}
-	released      atomic.Int64 // claims of abandoned decisions released
 }
 
 var _ Book = (*KV)(nil)
@@ -512,16 +510,20 @@ func (b *KV) update(ctx context.Context, key string, value []byte, rev uint64, t
 func (b *KV) existing(ctx context.Context, key string) (v Verdict, orig Reservation, again bool, err error) {
 	wctx, cancel := context.WithTimeout(ctx, catchUpWait)
 	defer cancel()
+	// reclaim releases this replica's own refused claim of id, so that the
+	// claim is tried again.
+	reclaim := func(id string) (Verdict, Reservation, bool, error) {
+		if err := b.releaseOrphan(wctx, key, id); err != nil && !isConflict(err) {
+			return OK, nil, false, fmt.Errorf("release an abandoned claim: %w", err)
+		}
+		return OK, nil, true, nil
+	}
 	for {
 		b.mu.Lock()
 		m := b.keys[key]
 		if id := b.orphanOf(m); id != "" {
-			// This replica's own refused claim: release it and claim again.
 			b.mu.Unlock()
-			if err := b.releaseOrphan(wctx, key, id); err != nil && !isConflict(err) {
-				return OK, nil, false, fmt.Errorf("release an abandoned claim: %w", err)
-			}
-			return OK, nil, true, nil
+			return reclaim(id)
 		}
 		if m != nil && !m.deleted && m.res != nil {
 			h := b.handle(key, m.rev, m.res.DecisionID)
@@ -543,10 +545,7 @@ func (b *KV) existing(ctx context.Context, key string) (v Verdict, orig Reservat
 			orphan := !val.Done && b.abandonedLocked(val.DecisionID)
 			b.mu.Unlock()
 			if orphan {
-				if err := b.releaseOrphan(wctx, key, val.DecisionID); err != nil && !isConflict(err) {
-					return OK, nil, false, fmt.Errorf("release an abandoned claim: %w", err)
-				}
-				return OK, nil, true, nil
+				return reclaim(val.DecisionID)
 			}
 			return Duplicate, b.handle(key, e.Revision(), val.DecisionID), false, nil
 		}

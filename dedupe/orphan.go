@@ -59,12 +59,16 @@ type orphanJob struct {
 func (b *KV) abandon(req *Request) {
 	until := time.Now().Add(max(MaxRunning, req.EvidenceTTL, req.ItemWindow) + time.Minute)
 	b.mu.Lock()
-	if _, ok := b.abandoned[req.DecisionID]; !ok && len(b.abandoned) >= maxAbandoned {
+	_, known := b.abandoned[req.DecisionID]
+	if !known && len(b.abandoned) >= maxAbandoned {
 		b.mu.Unlock()
 		return
 	}
 	b.abandoned[req.DecisionID] = until
 	b.mu.Unlock()
+	if known {
+		return // its job, for the same request's keys, is queued already
+	}
 	keys := []string{reservationKey(req.Key)}
 	if req.TurnID != 0 {
 		keys = append(keys, evidenceKeyOf(req.Key.CallID, req.TurnID, req.Key.Tool))
@@ -185,7 +189,6 @@ func (b *KV) releaseOrphan(ctx context.Context, key, id string) error {
 		err = b.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
 	}
 	if err == nil {
-		b.released.Add(1)
 		b.waitRevision(ctx, key, e.Revision())
 	}
 	return err

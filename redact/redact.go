@@ -247,11 +247,11 @@ type scrubber struct {
 }
 
 // fields parses a JSON document (args or result) and applies the drop and
-// hash rules to it. It returns nil when there is nothing to do: an empty
-// document, or no field rules. A document that does not parse is an
-// error, and document drops it whole.
+// hash rules to it. It returns nil for an empty document (Decision runs
+// only with a rule on, and every rule rewrites documents). A document that
+// does not parse is an error, and document drops it whole.
 func (s *scrubber) fields(doc string) (*any, error) {
-	if doc == "" || !s.r.rewritesDocuments() {
+	if doc == "" {
 		return nil, nil
 	}
 	dec := json.NewDecoder(strings.NewReader(doc))
@@ -287,16 +287,10 @@ func (s *scrubber) document(doc string, v *any) string {
 	switch {
 	case v != nil:
 		return encode(s.values(*v))
-	case doc == "" || !s.r.rewritesDocuments():
+	case doc == "":
 		return doc
 	}
 	return ""
-}
-
-// rewritesDocuments reports whether the args and result are rewritten:
-// fields to drop or hash, or digits to mask in their string values.
-func (r *Redactor) rewritesDocuments() bool {
-	return len(r.drop) > 0 || len(r.hash) > 0 || r.minDigits > 0
 }
 
 // values removes remembered values from every string in v, and masks its

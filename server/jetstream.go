@@ -162,35 +162,30 @@ func (s *Server) settle(ctx context.Context, callID string) error {
 // from the ingester and the decision store when scraped (0 until they are
 // set up).
 func (js *jsState) registerMetrics(reg prometheus.Registerer) {
-	gauge := func(s metrics.Series, f func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: s.Name, Help: s.Help}, f)
-	}
-	reg.MustRegister(
-		gauge(metrics.TranscriptCaughtUp, func() float64 {
-			if in := js.ingester.Load(); in != nil && in.CaughtUp() {
-				return 1
-			}
-			return 0
-		}),
-		gauge(metrics.TranscriptPending, func() float64 {
-			if in := js.ingester.Load(); in != nil {
-				return float64(in.Pending())
-			}
-			return 0
-		}),
-		gauge(metrics.DecisionsQueued, func() float64 {
-			if st := js.store.Load(); st != nil {
-				return float64(st.Queued())
-			}
-			return 0
-		}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: metrics.DecisionsDropped.Name, Help: metrics.DecisionsDropped.Help}, func() float64 {
-			if st := js.store.Load(); st != nil {
-				return float64(st.Dropped())
-			}
-			return 0
-		}),
-	)
+	metrics.NewGaugeFunc(reg, metrics.TranscriptCaughtUp, func() float64 {
+		if in := js.ingester.Load(); in != nil && in.CaughtUp() {
+			return 1
+		}
+		return 0
+	})
+	metrics.NewGaugeFunc(reg, metrics.TranscriptPending, func() float64 {
+		if in := js.ingester.Load(); in != nil {
+			return float64(in.Pending())
+		}
+		return 0
+	})
+	metrics.NewGaugeFunc(reg, metrics.DecisionsQueued, func() float64 {
+		if st := js.store.Load(); st != nil {
+			return float64(st.Queued())
+		}
+		return 0
+	})
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: metrics.DecisionsDropped.Name, Help: metrics.DecisionsDropped.Help}, func() float64 {
+		if st := js.store.Load(); st != nil {
+			return float64(st.Dropped())
+		}
+		return 0
+	}))
 }
 
 // setUpJetStream creates or updates the streams and the bucket, then

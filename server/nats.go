@@ -246,8 +246,6 @@ func (s *Server) connectNATS() error {
 	s.nc.Store(nc)
 	if !nc.IsConnected() {
 		s.graceOnConnect.Store(true)
-	}
-	if !nc.IsConnected() {
 		s.log.Warn("NATS not reachable yet; retrying", zap.String("url", auth.RedactURLs(target)))
 	}
 	s.updateFeedHealth()

@@ -225,8 +225,8 @@ func (s *Server) reloadSecurity() []error {
 const redactLogEvery = 10 * time.Second
 
 // redactDecision is the copy of a record the log, the store and the
-// decision stream get; the Check's own answer is built before it and
-// keeps what the pipeline needs.
+// decision stream get; the Check's answer is built from it too, so that a
+// pipeline token reads no more of a call than an auditor (red team F7).
 func (s *Server) redactDecision(d *yesguardv1.Decision) *yesguardv1.Decision {
 	out, err := s.redactor.Decision(d)
 	if err != nil {

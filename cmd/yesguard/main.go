@@ -125,6 +125,13 @@ func bindEnv(fs *flag.FlagSet, names ...string) {
 	}
 }
 
+// flagNames lists every flag registered on fs.
+func flagNames(fs *flag.FlagSet) []string {
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return names
+}
+
 // applyEnv sets each of names that the command line did not set from its
 // environment variable, when that is set (even to ""), so a flag wins over
 // its variable.

@@ -18,22 +18,6 @@ import (
 	"github.com/yesguard/yesguard/server"
 )
 
-// serveFlags are the flags of serve, each also read from its environment
-// variable.
-var serveFlags = []string{
-	"grpc-addr", "nats-url", "nats-listen", "http-addr", "policy", "locales-dir",
-	"subject-prefix", "decision-log", "log-level", "shutdown-timeout", "reconnect-grace",
-	"state", "data-dir", "js-replicas", "transcript-retention", "transcript-max-bytes", "duplicate-window",
-	"decision-retention", "decision-max-bytes", "decisions-per-call",
-	"max-text-bytes", "max-lang-bytes", "max-response-id-bytes", "max-source-bytes", "max-utterances",
-	"max-call-bytes", "max-total-bytes", "max-events-per-second", "max-calls", "idle-ttl", "ended-ttl",
-	"grpc-tokens", "insecure-no-auth", "grpc-tls-cert", "grpc-tls-key", "grpc-client-ca", "grpc-reflection", "grpc-health",
-	"nats-pipeline-password-file", "nats-pipeline-nkey",
-	"nats-creds", "nats-nkey", "nats-token-file", "nats-user", "nats-password-file", "nats-tls-ca", "nats-tls-cert", "nats-tls-key",
-	"redact-drop", "redact-hash", "redact-key-file", "redact-digits",
-	"approval-key-file", "approval-key-dir", "approval-issuer",
-}
-
 // parseServeFlags maps serve's flags, then the environment, onto a
 // server.Config, and validates it. It returns flag.ErrHelp for -h.
 func parseServeFlags(args []string, lookupEnv func(string) (string, bool), output io.Writer) (server.Config, error) {
@@ -105,11 +89,13 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	fs.StringVar(&cfg.RedactDrop, "redact-drop", "", "comma-separated dotted `paths` of argument fields dropped from the decision records (log, stream, ListDecisions)")
 	fs.StringVar(&cfg.RedactHash, "redact-hash", "", "comma-separated dotted `paths` of argument fields replaced by a keyed hash in the decision records")
 	fs.StringVar(&cfg.RedactKeyFile, "redact-key-file", "", "`file` of the --redact-hash key (at least 32 bytes; replicas share it)")
-	fs.IntVar(&cfg.RedactDigits, "redact-digits", 0, "mask every run of at least this many `digits` in the records' speech (0: none)")
+	fs.IntVar(&cfg.RedactDigits, "redact-digits", 0, "mask every run of at least this many `digits` in the records' speech, and in their argument and result strings (0: none)")
 	fs.Var(listFlag{&cfg.ApprovalKeyFiles}, "approval-key-file", "approval signing key PEM `file` (Ed25519 PKCS#8); repeat it, or list files comma-separated; read again on SIGHUP")
 	fs.StringVar(&cfg.ApprovalKeyDir, "approval-key-dir", cfg.ApprovalKeyDir, "`dir`ectory of approval key *.pem files (a mounted secret), read again on SIGHUP; with no key flag: <data-dir>/keys, generated at first start")
 	fs.StringVar(&cfg.ApprovalIssuer, "approval-issuer", cfg.ApprovalIssuer, "the approvals' \"iss\" claim, which backends expect")
-	bindEnv(fs, serveFlags...)
+	// Every flag of serve is also read from its environment variable.
+	names := flagNames(fs)
+	bindEnv(fs, names...)
 
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -117,7 +103,7 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if err := applyEnv(fs, lookupEnv, serveFlags...); err != nil {
+	if err := applyEnv(fs, lookupEnv, names...); err != nil {
 		return cfg, err
 	}
 	cfg.NoGRPCReflection, cfg.NoGRPCHealth = !reflection, !healthSvc
