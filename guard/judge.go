@@ -3,11 +3,9 @@ package guard
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yesguard/yesguard/patterns"
@@ -128,7 +126,7 @@ func (c *check) judge(v view) (j judgement) {
 	if verdict.Asked {
 		ev.QuestionSentence = verdict.QuestionSentence
 	}
-	ev.Matches = matchProtos(verdict.Matches, nil)
+	ev.Matches = matchProtos(verdict.Matches)
 	if verdict.Outcome.Allows() && c.tool.compound {
 		// An unlisted tool whose name joins actions
 		// ("submit_appeal_and_close_account"): a yes that names one is no
@@ -170,14 +168,6 @@ func (c *check) arguments() []patterns.Argument {
 	}
 	slices.SortFunc(out, func(a, b patterns.Argument) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func valueString(v *structpb.Value) string {
-	b, err := canonicalValue(v)
-	if err != nil {
-		return "?"
-	}
-	return string(b)
 }
 
 func turnProto(t transcript.Turn) *yesguardv1.Turn {
@@ -253,42 +243,20 @@ func turnAt(recent []*yesguardv1.Turn, turns []transcript.Turn, first, i int) *y
 	return turnProto(turns[i])
 }
 
-// matchRoom is how many more matches matchProtos leaves room for in the
-// list: rule 5 (aboutAction) adds a few to a question's and answer's.
-const matchRoom = 4
-
-// matchProtos converts a then b, in that order, as appendMatches(
-// appendMatches(nil, a), b) does, with one allocation for the protos and
-// one for the list (nil when both are empty).
-func matchProtos(a, b []patterns.Match) []*yesguardv1.Match {
-	n := len(a) + len(b)
-	if n == 0 {
+// matchProtos converts ms to protos, with one allocation for the protos
+// and one for the list (nil when ms is empty).
+func matchProtos(ms []patterns.Match) []*yesguardv1.Match {
+	if len(ms) == 0 {
 		return nil
 	}
-	ps := make([]yesguardv1.Match, n)
-	out := make([]*yesguardv1.Match, 0, n+matchRoom)
-	for _, ms := range [2][]patterns.Match{a, b} {
-		for _, m := range ms {
-			p := &ps[len(out)]
-			p.Rule, p.Pattern, p.Text = m.Rule, m.Pattern, m.Text
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// appendMatches appends ms to dst as protos, allocated together.
-func appendMatches(dst []*yesguardv1.Match, ms []patterns.Match) []*yesguardv1.Match {
-	if len(ms) == 0 {
-		return dst
-	}
 	ps := make([]yesguardv1.Match, len(ms))
+	out := make([]*yesguardv1.Match, len(ms))
 	for i, m := range ms {
 		p := &ps[i]
 		p.Rule, p.Pattern, p.Text = m.Rule, m.Pattern, m.Text
-		dst = append(dst, p)
+		out[i] = p
 	}
-	return dst
+	return out
 }
 
 // Clip cuts s to at most n bytes, on a UTF-8 boundary, marking the cut
@@ -304,5 +272,3 @@ func Clip(s string, n int) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-func strconvQuote(s string) string { return strconv.Quote(Clip(s, 160)) }

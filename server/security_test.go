@@ -359,29 +359,6 @@ func get(t *testing.T, url, token string) int {
 	return resp.StatusCode
 }
 
-// labelled sums the series of name whose label has value.
-func labelled(t *testing.T, reg prometheus.Gatherer, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					sum += metricValue(m)
-				}
-			}
-		}
-	}
-	return sum
-}
-
 // testCA is a certificate authority made for one test.
 type testCA struct {
 	cert *x509.Certificate

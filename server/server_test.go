@@ -158,6 +158,24 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func counterSum(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	t.Helper()
+	return sumWhere(t, reg, name, func(*dto.Metric) bool { return true })
+}
+
+// labelled sums name's series whose label has value.
+func labelled(t *testing.T, reg prometheus.Gatherer, name, label, value string) float64 {
+	t.Helper()
+	return sumWhere(t, reg, name, func(m *dto.Metric) bool {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func sumWhere(t *testing.T, reg prometheus.Gatherer, name string, keep func(*dto.Metric) bool) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +186,9 @@ func counterSum(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			sum += metricValue(m)
+			if keep(m) {
+				sum += metricValue(m)
+			}
 		}
 	}
 	return sum

@@ -184,7 +184,7 @@ func TestPagesRefuseForeignHostsWithoutTokens(t *testing.T) {
 			t.Errorf("/calls with Host %s: %d, want %d", host, resp.StatusCode, want)
 		}
 	}
-	if got := unlabelled(t, reg, "yesguard_http_pages_host_refused_total"); got != 3 {
+	if got := counterSum(t, reg, "yesguard_http_pages_host_refused_total"); got != 3 {
 		t.Errorf("pages_host_refused_total = %v, want 3", got)
 	}
 	req, _ := http.NewRequest(http.MethodGet, "http://"+srv.HTTPAddr()+"/healthz", nil)
@@ -194,21 +194,6 @@ func TestPagesRefuseForeignHostsWithoutTokens(t *testing.T) {
 	} else {
 		_ = resp.Body.Close()
 	}
-}
-
-// unlabelled is the value of a series without labels.
-func unlabelled(t *testing.T, reg prometheus.Gatherer, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return metricValue(mf.GetMetric()[0])
-		}
-	}
-	return 0
 }
 
 // TestMutualTLSWarnsThePagesAreNotCovered (red team F6): with

@@ -25,14 +25,7 @@ func TestStreamDiscardWhileStalled(t *testing.T) {
 	in := NewStreamIngester(js, "YG_TRANSCRIPT", testPrefix, store, Limits{}, nil, NewMetrics(nil), StreamOptions{})
 	// The stall: the first message of call "stall" blocks the consumer
 	// until released.
-	var once sync.Once
-	stalled, release := make(chan struct{}), make(chan struct{})
-	var stallSeq atomic.Uint64
-	in.beforeHandle = func(seq uint64) {
-		if seq == stallSeq.Load() {
-			once.Do(func() { close(stalled); <-release })
-		}
-	}
+	stallSeq, stalled, release := stallAt(in)
 	if err := in.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -85,14 +78,7 @@ func TestStreamDiscardWhileStalled(t *testing.T) {
 func TestStalledConsumerIsBehind(t *testing.T) {
 	js, _ := jetStreamOn(t)
 	in := NewStreamIngester(js, "YG_TRANSCRIPT", testPrefix, NewStore(Limits{}, nil), Limits{}, nil, NewMetrics(nil), StreamOptions{})
-	var stallSeq atomic.Uint64
-	stalled, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	in.beforeHandle = func(seq uint64) {
-		if seq == stallSeq.Load() {
-			once.Do(func() { close(stalled); <-release })
-		}
-	}
+	stallSeq, stalled, release := stallAt(in)
 	if err := in.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -112,4 +98,18 @@ func TestStalledConsumerIsBehind(t *testing.T) {
 	if why := in.Behind(time.Now()); why != "" {
 		t.Fatalf("still behind: %q", why)
 	}
+}
+
+// stallAt makes in's consumer block, once, on the stream sequence stored in
+// seq: stalled closes when it does, and closing release lets it go on.
+func stallAt(in *StreamIngester) (seq *atomic.Uint64, stalled, release chan struct{}) {
+	seq = new(atomic.Uint64)
+	stalled, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	in.beforeHandle = func(s uint64) {
+		if s == seq.Load() {
+			once.Do(func() { close(stalled); <-release })
+		}
+	}
+	return seq, stalled, release
 }
