@@ -81,7 +81,7 @@ var (
 	CheckErrors = series(Counter, "guard", "check_errors_total",
 		"Guard calls (Check, Complete, ListDecisions) answered with an error instead of a result, by gRPC code.", "code")
 	Completions = series(Counter, "guard", "completions_total",
-		"Complete calls by result: ok, failed, unknown (no such allowed decision), or refused (the decision was allowed to another caller).", "result")
+		"Complete calls by result: ok, failed, unknown (no such allowed decision), refused (the decision was allowed to another caller), or redeemed (a failure of an approval its backend redeemed, sent without the Redeem's receipt: nothing changed).", "result")
 	Redeems = series(Counter, "guard", "redeems_total",
 		"Redeem calls by reason: redeemed (execute the action), already_redeemed, approval_expired, approval_mismatch, approval_invalid, or internal (the redeem ledger did not answer).", "reason")
 	DedupeHits = series(Counter, "dedupe", "hits_total",

@@ -208,20 +208,28 @@ func (l stateLedger) get() (*approval.Ledger, error) {
 	return nil, fmt.Errorf("%w: %w", approval.ErrLedgerUnavailable, errStateNotReady)
 }
 
-func (l stateLedger) Redeem(ctx context.Context, c *approval.Claims) error {
+func (l stateLedger) Redeem(ctx context.Context, c *approval.Claims) (string, error) {
 	led, err := l.get()
 	if err != nil {
-		return err
+		return "", err
 	}
 	return led.Redeem(ctx, c)
 }
 
-func (l stateLedger) Release(ctx context.Context, id string) error {
+func (l stateLedger) Release(ctx context.Context, id, receipt string) error {
 	led, err := l.get()
 	if err != nil {
 		return err
 	}
-	return led.Release(ctx, id)
+	return led.Release(ctx, id, receipt)
+}
+
+func (l stateLedger) CheckRelease(ctx context.Context, id, receipt string) (approval.Redemption, error) {
+	led, err := l.get()
+	if err != nil {
+		return approval.Redemption{}, err
+	}
+	return led.CheckRelease(ctx, id, receipt)
 }
 
 func (l stateLedger) Done(ctx context.Context, id string) error {

@@ -228,9 +228,10 @@ func TestApprovalsThroughTheGuard(t *testing.T) {
 	}
 	wantReason(t, "a second redeem", r.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
 
-	// The action failed: the backend says so with the approval; a retry
-	// redeems again, and once it succeeds nothing redeems it any more.
-	if _, err := r.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Failed: true}); err != nil {
+	// The action failed: the backend says so with the approval and its
+	// receipt; a retry redeems again, and once it succeeds nothing
+	// redeems it any more.
+	if _, err := r.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Receipt: ok.GetReceipt(), Failed: true}); err != nil {
 		t.Fatalf("Complete(failed) with the approval: %v", err)
 	}
 	wantReason(t, "the retry after a failure", r.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
@@ -308,7 +309,7 @@ func TestRedeemOnceAcrossTwoReplicas(t *testing.T) {
 	b := startReplica(t, url, 1)
 	pub := newPublisher(t, url)
 
-	race := func(what, token string) {
+	race := func(what, token string) (receipt string) {
 		t.Helper()
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -327,6 +328,7 @@ func TestRedeemOnceAcrossTwoReplicas(t *testing.T) {
 			switch resp.GetReason() {
 			case yesguardv1.Reason_REASON_REDEEMED:
 				won++
+				receipt = resp.GetReceipt()
 			case yesguardv1.Reason_REASON_ALREADY_REDEEMED:
 			default:
 				t.Fatalf("%s: %s/%s %q", what, resp.GetOutcome(), resp.GetReason(), resp.GetMessage())
@@ -335,11 +337,12 @@ func TestRedeemOnceAcrossTwoReplicas(t *testing.T) {
 		if won != 1 {
 			t.Fatalf("%s: %d redeems succeeded, want exactly 1", what, won)
 		}
+		return receipt
 	}
 	for i := range 5 {
 		ok := allowed(t, a, pub, fmt.Sprint("two-", i))
-		race(fmt.Sprint("call ", i), ok.GetApproval())
-		if _, err := b.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: ok.GetApproval(), Failed: true}); err != nil {
+		receipt := race(fmt.Sprint("call ", i), ok.GetApproval())
+		if _, err := b.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: ok.GetApproval(), Receipt: receipt, Failed: true}); err != nil {
 			t.Fatal(err)
 		}
 		race(fmt.Sprint("call ", i, " after a failure"), ok.GetApproval())
@@ -372,7 +375,7 @@ func TestRedeemWithTheMemoryState(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	won := 0
+	won, receipt := 0, ""
 	start := make(chan struct{})
 	for range 32 {
 		wg.Go(func() {
@@ -383,6 +386,7 @@ func TestRedeemWithTheMemoryState(t *testing.T) {
 			switch got.GetReason() {
 			case yesguardv1.Reason_REASON_REDEEMED:
 				won++
+				receipt = got.GetReceipt()
 			case yesguardv1.Reason_REASON_ALREADY_REDEEMED:
 			default:
 				t.Errorf("%s/%s", got.GetOutcome(), got.GetReason())
@@ -394,7 +398,10 @@ func TestRedeemWithTheMemoryState(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("%d of 32 concurrent redeems succeeded, want exactly 1", won)
 	}
-	if _, err := r.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: resp.GetDecisionId(), Failed: true}); err != nil {
+	if _, err := r.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: resp.GetDecisionId(), Failed: true}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("the pipeline's Complete(failed) after a redeem: %v, want FailedPrecondition", err)
+	}
+	if _, err := r.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: resp.GetDecisionId(), Receipt: receipt, Failed: true}); err != nil {
 		t.Fatal(err)
 	}
 	wantReason(t, "a retry after a failure", r.redeem(t, resp.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
@@ -474,5 +481,83 @@ func TestApprovalKeyErrors(t *testing.T) {
 	}
 	if ks := ts.approvals.keys.Keys(); len(ks) != 1 || ks[0].ID != "key-a" || ks[0].State != approval.KeySigning {
 		t.Fatalf("after a failed reload the keys are %+v", ks)
+	}
+}
+
+// Once an approval is redeemed only its redeemer releases it: the
+// pipeline's Complete(failed), by decision id or with the approval it was
+// given, is refused (FailedPrecondition, counted, recorded), the
+// approval stays redeemed on every replica, and the reservation stays
+// held; the backend's own Complete(failed) with the Redeem's receipt
+// reopens it for one retry. Five rounds on two replicas sharing one NATS.
+func TestOnlyTheRedeemerReleasesAnApproval(t *testing.T) {
+	url := natstest.JetStream(t).ClientURL()
+	a := startReplica(t, url, 1)
+	b := startReplica(t, url, 1)
+	pub := newPublisher(t, url)
+	for i := range 5 {
+		ok := allowed(t, a, pub, fmt.Sprint("redeemer-", i))
+		token := ok.GetApproval()
+		first := b.redeem(t, token, appealArgs, appealTool, "")
+		wantReason(t, "the backend's redeem", first, yesguardv1.Reason_REASON_REDEEMED)
+		refusedBefore := labelled(t, a.reg, "yesguard_guard_completions_total", "result", "redeemed") +
+			labelled(t, b.reg, "yesguard_guard_completions_total", "result", "redeemed")
+
+		// The pipeline times out and reports a failure: refused.
+		_, err := a.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: ok.GetDecisionId(), Failed: true})
+		if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "receipt") {
+			t.Fatalf("round %d: the pipeline's Complete(failed) after a redeem: %v, want FailedPrecondition naming the receipt", i, err)
+		}
+		_, err = b.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Failed: true})
+		if status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("round %d: Complete(failed) with the approval alone after a redeem: %v, want FailedPrecondition", i, err)
+		}
+		wantReason(t, "a redeem after the pipeline's failure", a.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
+		wantReason(t, "a redeem after the pipeline's failure, other replica", b.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
+		// The reservation is still held: the same Check is a duplicate.
+		if dup, err := a.check(t.Context(), fmt.Sprint("redeemer-", i), appealTool, appealArgs); err != nil || dup.GetOutcome() == yesguardv1.Outcome_OUTCOME_ALLOW {
+			t.Fatalf("round %d: a Check after the refused failure: %v %s/%s, want no new ALLOW", i, err, dup.GetOutcome(), dup.GetReason())
+		}
+		refused := labelled(t, a.reg, "yesguard_guard_completions_total", "result", "redeemed") +
+			labelled(t, b.reg, "yesguard_guard_completions_total", "result", "redeemed")
+		if refused != refusedBefore+2 {
+			t.Fatalf("round %d: completions_total{result=redeemed} went from %v to %v, want +2", i, refusedBefore, refused)
+		}
+		var rec *yesguardv1.Decision
+		for _, d := range a.sink.all() {
+			if d.GetKind() == yesguardv1.DecisionKind_DECISION_KIND_COMPLETE && d.GetOriginalDecisionId() == ok.GetDecisionId() {
+				rec = d
+			}
+		}
+		if rec == nil || rec.GetOutcome() != yesguardv1.Outcome_OUTCOME_REFUSE || rec.GetReason() != yesguardv1.Reason_REASON_ALREADY_REDEEMED || !strings.Contains(rec.GetMessage(), "receipt") {
+			t.Fatalf("round %d: the refused Complete's record: %v", i, rec)
+		}
+
+		// The backend, which redeemed, reports its failure with the
+		// receipt: one retry may redeem again, and only once.
+		if first.GetReceipt() == "" {
+			t.Fatalf("round %d: the REDEEMED answer carries no receipt", i)
+		}
+		if _, err := a.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Receipt: first.GetReceipt(), Failed: true}); err != nil {
+			t.Fatalf("round %d: the redeemer's Complete(failed): %v", i, err)
+		}
+		retry := b.redeem(t, token, appealArgs, appealTool, "")
+		wantReason(t, "the redeemer's retry", retry, yesguardv1.Reason_REASON_REDEEMED)
+		if retry.GetReceipt() == first.GetReceipt() {
+			t.Fatalf("round %d: the retry's receipt is the first redeem's", i)
+		}
+		// A late copy of the first failure (its receipt is spent) and the
+		// pipeline's failure are refused; the retry's own success closes it.
+		if _, err := b.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Receipt: first.GetReceipt(), Failed: true}); status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("round %d: a spent receipt's Complete(failed): %v, want FailedPrecondition", i, err)
+		}
+		if _, err := a.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Failed: true}); status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("round %d: the pipeline's Complete(failed) after the retry's redeem: %v, want FailedPrecondition", i, err)
+		}
+		wantReason(t, "a redeem during the retry", a.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
+		if _, err := b.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Receipt: retry.GetReceipt()}); err != nil {
+			t.Fatalf("round %d: the retry's success: %v", i, err)
+		}
+		wantReason(t, "a redeem after success", a.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
 	}
 }

@@ -122,7 +122,7 @@ func New(cfg Config) *Service {
 		cfg.Logger = zap.NewNop()
 	}
 	reg := cfg.Registerer
-	return &Service{cfg: cfg, m: serviceMetrics{
+	s := &Service{cfg: cfg, m: serviceMetrics{
 		decisions:     metrics.NewCounterVec(reg, metrics.Decisions),
 		checkDuration: metrics.NewHistogramVec(reg, metrics.CheckDuration),
 		errors:        metrics.NewCounterVec(reg, metrics.CheckErrors),
@@ -130,6 +130,10 @@ func New(cfg Config) *Service {
 		hits:          metrics.NewCounterVec(reg, metrics.DedupeHits),
 		redeems:       metrics.NewCounterVec(reg, metrics.Redeems),
 	}}
+	// A refused failure is what an operator watches for: it is there
+	// at zero from the start.
+	s.m.completions.WithLabelValues(completeRedeemed)
+	return s
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now() }
