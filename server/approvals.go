@@ -164,6 +164,10 @@ func (s *Server) logKeys(msg string) {
 			d += " until " + k.DropAt.UTC().Format(time.RFC3339)
 		}
 		desc = append(desc, d+" ("+k.Source+")")
+		if k.HeldLate && k.State == approval.KeyRetired {
+			s.log.Warn("approval key "+k.ID+" was retired by a key whose Signs-From was already past: it is kept until the tokens it signed have expired, not dropped at once; give a new key a Signs-From ahead (an hour), so that every replica and verifier knows it before it signs",
+				zap.String("key", k.ID), zap.String("source", k.Source), zap.Time("signed_until", k.RetiredAt), zap.Time("kept_until", k.DropAt))
+		}
 	}
 	s.log.Info(msg, zap.String("keys", strings.Join(desc, "; ")), zap.String("jwks", approval.JWKSPath))
 }

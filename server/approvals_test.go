@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -263,16 +265,18 @@ func TestApprovalsThroughTheGuard(t *testing.T) {
 	wantReason(t, "a retired key's token within its life", r.redeem(t, waiting.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
 	wantReason(t, "the new key's token", r.redeem(t, afterRotation.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
 
-	// Move B's start back past A's grace (max TTL and skew): A is dropped,
-	// from the JWKS and for its last token.
+	// Move B's start back past A's grace (max TTL and skew): A signed
+	// until the rotation a moment ago, so it stays until that token has
+	// expired (a key past its grace is refused on a clock: approval's
+	// TestRotationKeepsOldTokensUntilTheyExpire).
 	keyFile(t, keys, "b.pem", "key-b", privB, time.Now().Add(-approval.DefaultMaxTTL-approval.DefaultSkew-time.Minute))
 	if err := r.srv.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if kids := jwksKids(t, r.srv.HTTPAddr()); strings.Join(kids, ",") != "key-b" {
-		t.Errorf("JWKS after A's grace lists %v, want only key-b", kids)
+	if kids := jwksKids(t, r.srv.HTTPAddr()); strings.Join(kids, ",") != "key-b,key-a" {
+		t.Errorf("JWKS after B's start moved back lists %v, want key-b and key-a, whose last token is still valid", kids)
 	}
-	wantReason(t, "a key past its grace", r.redeem(t, late.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_APPROVAL_INVALID)
+	wantReason(t, "the retired key's last token", r.redeem(t, late.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
 
 	// ListDecisions: allowed, redeemed (and the refusals), failed,
 	// redeemed again.
@@ -559,5 +563,40 @@ func TestOnlyTheRedeemerReleasesAnApproval(t *testing.T) {
 			t.Fatalf("round %d: the retry's success: %v", i, err)
 		}
 		wantReason(t, "a redeem after success", a.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
+	}
+}
+
+// A new key whose Signs-From is already past retires the key that signed
+// until the reload, not at that Signs-From: the old key stays in the JWKS
+// and its tokens redeem until they expire, and the guard warns.
+func TestAPastSignsFromKeepsTheOldKey(t *testing.T) {
+	keys := t.TempDir()
+	keyFile(t, keys, "a.pem", "key-a", newPrivate(t), time.Now().Add(-24*time.Hour))
+	cfg := testConfig(t)
+	cfg.ApprovalKeyDir = keys
+	core, logs := observer.New(zap.WarnLevel)
+	r := startReplicaCfg(t, cfg, WithLogger(zap.New(core)))
+	pub := newPublisher(t, r.srv.NATSURL())
+	signedByA := allowed(t, r, pub, "past-signs-from")
+
+	keyFile(t, keys, "b.pem", "key-b", newPrivate(t), time.Now().Add(-time.Hour))
+	reloaded := time.Now()
+	if err := r.srv.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if kids := jwksKids(t, r.srv.HTTPAddr()); strings.Join(kids, ",") != "key-b,key-a" {
+		t.Fatalf("JWKS after adding a key that signs from an hour ago lists %v, want key-b and key-a (its tokens are still valid)", kids)
+	}
+	for _, k := range r.srv.approvals.keys.Keys() {
+		if k.ID == "key-a" && (k.State != approval.KeyRetired || k.DropAt.Before(reloaded.Add(approval.DefaultMaxTTL))) {
+			t.Errorf("key-a after the reload: %s until %s, want retired until at least %s", k.State, k.DropAt, reloaded.Add(approval.DefaultMaxTTL))
+		}
+	}
+	if kid := kidOf(t, allowed(t, r, pub, "past-signs-from-2").GetApproval()); kid != "key-b" {
+		t.Errorf("after the reload the approval is signed by %q, want key-b", kid)
+	}
+	wantReason(t, "key-a's token after the reload", r.redeem(t, signedByA.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
+	if n := logs.FilterMessageSnippet("was retired by a key whose Signs-From was already past").FilterField(zap.String("key", "key-a")).Len(); n == 0 {
+		t.Errorf("no warning about key-a held past key-b's Signs-From; logged: %v", logs.All())
 	}
 }
