@@ -42,7 +42,7 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 	}
 	resultJSON := []byte(nil)
 	if req.GetResult() != nil {
-		b, err := approval.CanonicalArgs(req.GetResult())
+		b, err := approval.CanonicalResult(req.GetResult())
 		if err != nil {
 			return nil, s.invalid(fmt.Errorf("result: %w", err))
 		}
