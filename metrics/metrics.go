@@ -132,6 +132,8 @@ var (
 		"Asynchronous NATS errors (slow consumer, permissions, ...).")
 	ReloadErrors = series(Counter, "", "reload_errors_total",
 		"Reloads (SIGHUP) that failed, by what: policy (with the locales), tokens, tls, approval_keys. What failed keeps what it had.", "what")
+	DecisionsUnencodable = series(Counter, "decision", "unencodable_total",
+		"Decision records that held a field no writer can encode (a timestamp outside years 1 to 9999, a string that is not UTF-8): the field was replaced, the record written, and its detail names the field.")
 	RedactionErrors = series(Counter, "decision", "redaction_errors_total",
 		"Decision records whose args or result could not be parsed for redaction; the copy written lost them whole.")
 	PagesHostRefused = series(Counter, "http", "pages_host_refused_total",
@@ -151,7 +153,7 @@ var catalogue = []Series{
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations, DedupeUnreadable,
 	NATSConnected, NATSReconnects, NATSErrors,
-	AuthRefused, ReloadErrors, RedactionErrors, PagesHostRefused,
+	AuthRefused, ReloadErrors, RedactionErrors, DecisionsUnencodable, PagesHostRefused,
 	BuildInfo,
 }
 
