@@ -1,10 +1,8 @@
 package decisions
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -18,15 +16,8 @@ import (
 // real decision stream once Encodable has replaced those fields, and
 // names them; a sound record is returned as it is.
 func TestEncodableRecordsAreStored(t *testing.T) {
-	ns := natstest.JetStream(t)
-	_, js := natstest.Connect(t, ns.ClientURL())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := js.CreateOrUpdateStream(ctx, StreamConfig("YG_DECISIONS", DefaultSubjectPrefix, time.Hour, 64<<20, 1000, 1)); err != nil {
-		t.Fatal(err)
-	}
-	s := NewStream(js, "YG_DECISIONS", DefaultSubjectPrefix)
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	s := testStream(t, natstest.JetStream(t).ClientURL())
+	ctx := t.Context()
 
 	bad := record("c1", 0, 10)
 	bad.ApprovalExpiresAt = &timestamppb.Timestamp{Seconds: 1 << 62}

@@ -22,6 +22,17 @@ func signRaw(priv ed25519.PrivateKey, kid, payload string) string {
 	return head + "." + body + "." + enc.EncodeToString(ed25519.Sign(priv, []byte(head+"."+body)))
 }
 
+// guardWithKeyA is a guard signing with key-a, and key-a's private key.
+func guardWithKeyA(t *testing.T) (*replica, ed25519.PrivateKey) {
+	t.Helper()
+	keys := t.TempDir()
+	priv := newPrivate(t)
+	keyFile(t, keys, "a.pem", "key-a", priv, time.Now().Add(-time.Hour))
+	cfg := testConfig(t)
+	cfg.ApprovalKeyDir = keys
+	return startReplicaCfg(t, cfg), priv
+}
+
 // claimsPayload is an approval's claims for call, valid now, with the
 // canonical hash of appealArgs, and extra members appended as they are.
 func claimsPayload(t *testing.T, id, call, extra string) string {
@@ -40,12 +51,7 @@ func claimsPayload(t *testing.T, id, call, extra string) string {
 // (encoding/json matches names without case) is refused as invalid, even
 // when the guard's own key signed it, and redeems nothing.
 func TestRedeemRefusesAmbiguousClaims(t *testing.T) {
-	keys := t.TempDir()
-	priv := newPrivate(t)
-	keyFile(t, keys, "a.pem", "key-a", priv, time.Now().Add(-time.Hour))
-	cfg := testConfig(t)
-	cfg.ApprovalKeyDir = keys
-	r := startReplicaCfg(t, cfg)
+	r, priv := guardWithKeyA(t)
 
 	good := signRaw(priv, "key-a", claimsPayload(t, "01KB4Z3Q8K0V6YH1ZB2R9M7T40", "claims", ""))
 	for _, tc := range []struct{ name, token string }{
@@ -64,12 +70,7 @@ func TestRedeemRefusesAmbiguousClaims(t *testing.T) {
 // Redeem's record is still written: to the log and to the call's stored
 // records, which ListDecisions reads.
 func TestRedeemRecordOfAnExpiryOutOfRange(t *testing.T) {
-	keys := t.TempDir()
-	priv := newPrivate(t)
-	keyFile(t, keys, "a.pem", "key-a", priv, time.Now().Add(-time.Hour))
-	cfg := testConfig(t)
-	cfg.ApprovalKeyDir = keys
-	r := startReplicaCfg(t, cfg)
+	r, priv := guardWithKeyA(t)
 	const call = "huge-exp"
 	canon, _ := approval.CanonicalMap(appealArgs)
 	now := time.Now().Unix()
