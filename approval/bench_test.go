@@ -78,7 +78,7 @@ func BenchmarkRedeem(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		i++
-		if err := r.ledger.Redeem(ctx, ledgerClaims(fmt.Sprintf("B%09d", i), exp)); err != nil {
+		if _, err := r.ledger.Redeem(ctx, ledgerClaims(fmt.Sprintf("B%09d", i), exp)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -18,18 +19,84 @@ import (
 // issued for them.
 const MaxArgsBytes = 64 << 10
 
+// MaxExactInteger is the largest magnitude an argument number may have:
+// 2^53 − 1 (JavaScript's Number.MAX_SAFE_INTEGER). Every integer up to it
+// is a distinct double; past it a double holds only some integers, so two
+// different integers sent as numbers (2^53 and 2^53 + 1) would arrive, and
+// hash, as one.
+const MaxExactInteger = 1<<53 - 1
+
 // CanonicalArgs is the arguments as canonical JSON: what the guard hashes
 // (ArgsHash), records and binds into an approval. Nil arguments are "{}".
-// It fails only when the result is over MaxArgsBytes.
+// It fails when a number is NaN or an infinity (not JSON: no backend can
+// hold them), or has a magnitude past MaxExactInteger (it may stand for
+// several integers: send it as a string), and when the result is over
+// MaxArgsBytes. Two different arguments therefore never share a hash.
 func CanonicalArgs(s *structpb.Struct) ([]byte, error) {
 	if s == nil {
 		return []byte("{}"), nil
 	}
-	b := AppendCanonical(make([]byte, 0, 128), structpb.NewStructValue(s))
+	v := structpb.NewStructValue(s)
+	if err := checkNumbers(v, ""); err != nil {
+		return nil, err
+	}
+	return canonicalBounded(v)
+}
+
+// CanonicalResult is CanonicalArgs for a tool's result, which is replayed
+// to duplicates and recorded but never hashed into an approval: any
+// number is kept, NaN and the infinities as AppendCanonical writes them.
+// It fails only when the result is over MaxArgsBytes.
+func CanonicalResult(s *structpb.Struct) ([]byte, error) {
+	if s == nil {
+		return []byte("{}"), nil
+	}
+	return canonicalBounded(structpb.NewStructValue(s))
+}
+
+func canonicalBounded(v *structpb.Value) ([]byte, error) {
+	b := AppendCanonical(make([]byte, 0, 128), v)
 	if len(b) > MaxArgsBytes {
 		return nil, fmt.Errorf("at most %d bytes of JSON", MaxArgsBytes)
 	}
 	return b, nil
+}
+
+// checkNumbers refuses the numbers under v that have no one meaning:
+// NaN, the infinities, and magnitudes past MaxExactInteger. path names v
+// in the error ("" for the arguments themselves).
+func checkNumbers(v *structpb.Value, path string) error {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NumberValue:
+		f := k.NumberValue
+		switch {
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			return fmt.Errorf("%s: %v is not a JSON number: send it as a string if the tool takes it", pathName(path), f)
+		case math.Abs(f) > MaxExactInteger:
+			return fmt.Errorf("%s: %s is beyond ±(2^53 − 1), where a JSON number (a double) no longer holds every integer exactly, so it could stand for another one: send it as a string, with its exact digits",
+				pathName(path), appendNumber(nil, f))
+		}
+	case *structpb.Value_StructValue:
+		for key, e := range k.StructValue.GetFields() {
+			if err := checkNumbers(e, path+"."+key); err != nil {
+				return err
+			}
+		}
+	case *structpb.Value_ListValue:
+		for i, e := range k.ListValue.GetValues() {
+			if err := checkNumbers(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func pathName(path string) string {
+	if path == "" {
+		return "the arguments"
+	}
+	return strings.TrimPrefix(path, ".")
 }
 
 // CanonicalMap is CanonicalArgs for arguments a Go backend decoded from
@@ -51,7 +118,8 @@ func CanonicalMap(m map[string]any) ([]byte, error) {
 // guard's own JSON clients' arguments are (protojson into a Struct). It
 // rejects what that parser rejects: anything but one object, a key twice
 // in an object, a string that is not UTF-8 or holds a lone surrogate
-// escape, a number outside float64's range, and trailing data.
+// escape, a number outside float64's range, and trailing data; and what
+// CanonicalArgs refuses: a number past MaxExactInteger.
 func CanonicalJSON(text []byte) ([]byte, error) {
 	var s structpb.Struct
 	if err := protojson.Unmarshal(text, &s); err != nil {

@@ -122,12 +122,18 @@ func (w *wireClaims) claims(kid string) (*Claims, error) {
 	if !isSHA256Hex(w.ArgsHash) {
 		errs = append(errs, errors.New("args_sha256: not a lowercase hex SHA-256"))
 	}
-	if w.IssuedAt <= 0 {
+	switch {
+	case w.IssuedAt <= 0:
 		errs = append(errs, errors.New("no \"iat\" claim"))
+	case w.IssuedAt > maxClaimTime:
+		errs = append(errs, fmt.Errorf("iat: %d is past %d (the year 9999)", w.IssuedAt, maxClaimTime))
 	}
-	if w.ExpiresAt <= 0 {
+	switch {
+	case w.ExpiresAt <= 0:
 		errs = append(errs, errors.New("no \"exp\" claim"))
-	} else if w.ExpiresAt <= w.IssuedAt {
+	case w.ExpiresAt > maxClaimTime:
+		errs = append(errs, fmt.Errorf("exp: %d is past %d (the year 9999)", w.ExpiresAt, maxClaimTime))
+	case w.ExpiresAt <= w.IssuedAt:
 		errs = append(errs, errors.New("exp is not after iat"))
 	}
 	c := &Claims{
@@ -144,6 +150,9 @@ func (w *wireClaims) claims(kid string) (*Claims, error) {
 		if !isSHA256Hex(t.TextHash) {
 			errs = append(errs, errors.New("turn.text_sha256: not a lowercase hex SHA-256"))
 		}
+		if t.ReceivedMs < 0 || t.ReceivedMs > maxClaimTime*1000 {
+			errs = append(errs, fmt.Errorf("turn.received_ms: %d is out of range", t.ReceivedMs))
+		}
 		c.Turn = &Turn{TextHash: t.TextHash, StartMs: t.StartMs, EndMs: t.EndMs, ReceivedAt: fromUnixMilli(t.ReceivedMs)}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -151,6 +160,12 @@ func (w *wireClaims) claims(kid string) (*Claims, error) {
 	}
 	return c, nil
 }
+
+// maxClaimTime bounds "iat" and "exp" (seconds since the epoch): the end
+// of the year 9999, the last moment a record's timestamp (RFC 3339) can
+// hold, so that the claims of any token can be recorded. Tighter bounds
+// (MaxTTL, the skew) are the verifier's, against its clock.
+const maxClaimTime = 253402300799
 
 // maxIDBytes bounds a decision id (the guard's are 26-character ULIDs)
 // and a key id.

@@ -52,7 +52,10 @@
 // A Verifier checks tokens with a KeySource: the guard's own KeySet, a JWKS
 // document (ParseJWKS) or a JWKS URL (RemoteJWKS). A Ledger over a
 // JetStream KV bucket redeems a verified approval exactly once across
-// replicas, and one caller yes once whatever approvals it was given in; a
+// replicas, and one caller yes once whatever approvals it was given in;
+// a redeem returns a receipt, and only that receipt releases the approval
+// again after a failure, so whoever merely holds the approval cannot
+// reopen it; a
 // MemoryLedger does the same within one process (a guard whose state is
 // in memory). Both are Redeemers.
 package approval

@@ -55,13 +55,15 @@ func Example_backend() {
 		return
 	}
 	fmt.Printf("verified: %s for call %s, decision %s\n", claims.Tool, claims.CallID, claims.DecisionID)
-	if err := ledger.Redeem(ctx, claims); err != nil {
+	receipt, err := ledger.Redeem(ctx, claims)
+	if err != nil {
 		fmt.Println("refused:", err) // ErrAlreadyRedeemed: another request got it first
 		return
 	}
 	fmt.Println("redeemed: executing once")
 	if err := submitAppeal(args); err != nil {
-		_ = ledger.Release(ctx, claims.DecisionID) // failed: a retry may redeem again
+		// Failed: a retry may redeem again. Only the receipt releases it.
+		_ = ledger.Release(ctx, claims.DecisionID, receipt)
 		return
 	}
 	if err := ledger.Done(ctx, claims.DecisionID); err != nil {
@@ -70,7 +72,8 @@ func Example_backend() {
 
 	// A replay of the same request, and a request with other arguments.
 	_, err = verifier.VerifyFor(token, "submit_appeal", args)
-	fmt.Println("replay verifies:", err == nil, "redeems:", ledger.Redeem(ctx, claims) == nil)
+	_, again := ledger.Redeem(ctx, claims)
+	fmt.Println("replay verifies:", err == nil, "redeems:", again == nil)
 	_, err = verifier.VerifyFor(token, "submit_appeal", map[string]any{"appeal_id": "A-18", "amount": 120.5})
 	fmt.Println("other arguments refused:", errors.Is(err, approval.ErrMismatch))
 

@@ -78,6 +78,14 @@ func timingDefaults(maxTTL, skew *time.Duration, now *func() time.Time) {
 // every use, so every replica holding the same keys agrees without talking
 // to the others.
 //
+// A key's successor may be given with a SignsFrom already past (added
+// late, or moved back). The key signed until the set learned of that
+// successor, so it is retired then instead, not at the SignsFrom: it is
+// dropped only once the tokens it signed until that moment have expired,
+// and KeyInfo.HeldLate says so, for a warning. On a first load, which
+// cannot know what other replicas signed a moment ago, only the key just
+// before the signing one is held so.
+//
 // A KeySet is safe for concurrent use. SetKeys swaps the whole set at once;
 // a call under way uses the set it started with.
 type KeySet struct {
@@ -97,8 +105,11 @@ type liveKey struct {
 	// header is the token's first part for this key, base64url: the JWS
 	// protected header {"alg":"EdDSA","kid":...,"typ":TokenType}.
 	header string
-	// retiredAt is the successor's SignsFrom; zero for the last key.
+	// retiredAt is when it stopped signing: its successor's SignsFrom,
+	// or later when the set learned of that successor after it (heldLate);
+	// zero for the last key.
 	retiredAt time.Time
+	heldLate  bool
 }
 
 // NewKeySet builds a key set. It fails on no keys, a key that is not a
@@ -117,7 +128,7 @@ func NewKeySet(keys []Key, opts KeySetOptions) (*KeySet, error) {
 
 // SetKeys replaces the keys (a reload). On an error the old keys stay.
 func (s *KeySet) SetKeys(keys []Key) error {
-	snap, err := newSnapshot(keys)
+	snap, err := newSnapshot(keys, s.set.Load(), s.opts.Now())
 	if err != nil {
 		return err
 	}
@@ -125,7 +136,9 @@ func (s *KeySet) SetKeys(keys []Key) error {
 	return nil
 }
 
-func newSnapshot(keys []Key) (*keySnapshot, error) {
+// newSnapshot builds the set of keys as loaded at now, over prev (the set
+// it replaces; nil on a first load).
+func newSnapshot(keys []Key, prev *keySnapshot, now time.Time) (*keySnapshot, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("approval keys: none")
 	}
@@ -166,7 +179,33 @@ func newSnapshot(keys []Key) (*keySnapshot, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	snap.holdLateRetired(prev, now)
 	return snap, nil
+}
+
+// holdLateRetired moves the retirement of each key whose successor's
+// SignsFrom was already past when this set learned of it to the moment
+// it really stopped signing: what the previous set says (it had retired
+// it already), else now. On a first load (prev nil) only the key just
+// before the one signing now is held: older ones were retired by keys
+// that themselves signed before it.
+func (snap *keySnapshot) holdLateRetired(prev *keySnapshot, now time.Time) {
+	for i, k := range snap.keys {
+		if k.retiredAt.IsZero() || !k.retiredAt.Before(now) {
+			continue
+		}
+		stopped := now
+		if prev == nil {
+			if i+1 >= len(snap.keys) || (i+2 < len(snap.keys) && !snap.keys[i+2].SignsFrom.After(now)) {
+				continue
+			}
+		} else if old, ok := prev.byID[k.ID]; ok && old.public.Equal(k.public) && !old.retiredAt.IsZero() && !old.retiredAt.After(now) {
+			stopped = old.retiredAt
+		}
+		if stopped.After(k.retiredAt) {
+			k.retiredAt, k.heldLate = stopped, true
+		}
+	}
 }
 
 func (k *Key) describe() string {
@@ -255,7 +294,12 @@ type KeyInfo struct {
 	// RetiredAt and DropAt are zero while no later key exists.
 	RetiredAt time.Time
 	DropAt    time.Time
-	Public    ed25519.PublicKey
+	// HeldLate: its successor's SignsFrom was past when the set learned of
+	// it, so the key is retired at RetiredAt, later than that SignsFrom,
+	// and kept until the tokens it signed until then expire (warn: give a
+	// new key a SignsFrom ahead).
+	HeldLate bool
+	Public   ed25519.PublicKey
 }
 
 // Keys describes every key of the set at this moment, the one that signs
@@ -267,7 +311,7 @@ func (s *KeySet) Keys() []KeyInfo {
 	cur, _ := s.signing(now)
 	out := make([]KeyInfo, 0, len(snap.keys))
 	for _, k := range snap.keys {
-		ki := KeyInfo{ID: k.ID, Source: k.Source, SignsFrom: k.SignsFrom, RetiredAt: k.retiredAt, Public: k.public}
+		ki := KeyInfo{ID: k.ID, Source: k.Source, SignsFrom: k.SignsFrom, RetiredAt: k.retiredAt, HeldLate: k.heldLate, Public: k.public}
 		if !k.retiredAt.IsZero() {
 			ki.DropAt = s.dropAt(k)
 		}

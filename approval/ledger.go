@@ -24,6 +24,10 @@ var (
 	// ErrCompleted: Release after Done; a completed action is never
 	// released.
 	ErrCompleted = errors.New("approval: already completed")
+	// ErrNotRedeemer: Release of a redeemed decision without the receipt
+	// of the Redeem that holds it (none, or an earlier redeem's). Only the
+	// redeemer reopens what it redeemed; the entry is unchanged.
+	ErrNotRedeemer = errors.New("approval: redeemed, and only its redeemer (with the Redeem's receipt) may release it")
 	// ErrLedgerUnavailable: the KV could not be read or written. Nothing
 	// was redeemed: refuse, and let the backend retry.
 	ErrLedgerUnavailable = errors.New("approval: ledger unavailable")
@@ -67,6 +71,10 @@ type LedgerOptions struct {
 //     ErrAlreadyRedeemed.
 //   - Release (the action failed) removes a redeemed entry with a purge
 //     conditional on the revision it read, so a retry can redeem again.
+//     Only the redeemer may: Redeem returns a receipt (a random secret,
+//     of which the entry keeps the SHA-256), and Release of a redeemed
+//     entry without that receipt is ErrNotRedeemer. Whoever merely holds
+//     the approval (the pipeline that asked for it) cannot reopen it.
 //   - Done (the action succeeded) turns a redeemed entry into a completed
 //     one with an update conditional on its revision (or creates it
 //     completed), after which no Redeem succeeds and Release is
@@ -103,6 +111,13 @@ type ledgerEntry struct {
 	// yes key, Decision is the decision that holds it.
 	Yes      string `json:"yes,omitempty"`
 	Decision string `json:"decision,omitempty"`
+	// Receipt is, in a redeemed entry, the SHA-256 (hex) of the receipt
+	// its Redeem returned; Call, Tool and Args name the action, for the
+	// records of releases it refuses.
+	Receipt string `json:"receipt_sha256,omitempty"`
+	Call    string `json:"call,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	Args    string `json:"args_sha256,omitempty"`
 }
 
 const (
@@ -202,11 +217,8 @@ func checkLedgerID(decisionID string) error {
 	return nil
 }
 
-func (l *Ledger) value(state string, exp time.Time, yes, decision string) []byte {
-	e := ledgerEntry{State: state, Replica: l.opts.Replica, At: l.opts.Now().UnixMilli(), Yes: yes, Decision: decision}
-	if !exp.IsZero() {
-		e.ExpiresAt = exp.Unix()
-	}
+func (l *Ledger) value(e ledgerEntry) []byte {
+	e.Replica, e.At = l.opts.Replica, l.opts.Now().UnixMilli()
 	b, _ := json.Marshal(e) // a struct of strings and ints cannot fail
 	return b
 }
@@ -225,41 +237,45 @@ func yesKey(prefix string, c *Claims) string {
 	return prefix + "yes." + TextHash(id)[:32]
 }
 
-// Redeem claims the approval's decision, once: nil means this caller may
-// execute the action. c must come from a verification that succeeded.
+// Redeem claims the approval's decision, once: a nil error means this
+// caller may execute the action, and the receipt it returns is what
+// releases the decision again (Release) should the action fail; keep it
+// secret. c must come from a verification that succeeded.
 // Errors: ErrExpired (the token's life is over), ErrAlreadyRedeemed,
 // ErrLedgerUnavailable.
-func (l *Ledger) Redeem(ctx context.Context, c *Claims) error {
+func (l *Ledger) Redeem(ctx context.Context, c *Claims) (string, error) {
 	key, err := l.key(c.DecisionID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	ttl, err := l.opts.redeemTTL(c)
 	if err != nil {
-		return err
+		return "", err
 	}
+	receipt, receiptHash := newReceipt()
 	yes := l.YesKey(c)
-	rev, err := l.kv.Create(ctx, key, l.value(stateRedeemed, c.ExpiresAt, yes, ""), jetstream.KeyTTL(ttl))
+	v := ledgerEntry{State: stateRedeemed, ExpiresAt: c.ExpiresAt.Unix(), Yes: yes, Receipt: receiptHash, Call: c.CallID, Tool: c.Tool, Args: c.ArgsHash}
+	rev, err := l.kv.Create(ctx, key, l.value(v), jetstream.KeyTTL(ttl))
 	switch {
 	case err == nil:
 	case isConflict(err):
-		return fmt.Errorf("%w: decision %s", ErrAlreadyRedeemed, c.DecisionID)
+		return "", fmt.Errorf("%w: decision %s", ErrAlreadyRedeemed, c.DecisionID)
 	default:
-		return fmt.Errorf("%w: redeem %s: %w", ErrLedgerUnavailable, c.DecisionID, err)
+		return "", fmt.Errorf("%w: redeem %s: %w", ErrLedgerUnavailable, c.DecisionID, err)
 	}
 	if yes == "" {
-		return nil
+		return receipt, nil
 	}
 	err = l.claimYes(ctx, yes, c.DecisionID)
 	if err == nil {
-		return nil
+		return receipt, nil
 	}
 	// The yes is another approval's (or could not be claimed): give the
 	// decision back, so that a later redeem of it may try again.
 	if perr := l.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(l.retain)); perr != nil && !isConflict(perr) {
 		err = errors.Join(err, fmt.Errorf("%w: give back %s: %w", ErrLedgerUnavailable, c.DecisionID, perr))
 	}
-	return err
+	return "", err
 }
 
 // claimYes claims the yes key for decisionID: a Create, kept for the
@@ -267,7 +283,7 @@ func (l *Ledger) Redeem(ctx context.Context, c *Claims) error {
 // decisionID (a release that freed the decision but not its yes), that
 // claim. Another decision's claim is ErrYesRedeemed.
 func (l *Ledger) claimYes(ctx context.Context, yes, decisionID string) error {
-	_, err := l.kv.Create(ctx, yes, l.value(stateRedeemed, time.Time{}, "", decisionID), jetstream.KeyTTL(l.retain))
+	_, err := l.kv.Create(ctx, yes, l.value(ledgerEntry{State: stateRedeemed, Decision: decisionID}), jetstream.KeyTTL(l.retain))
 	if err == nil {
 		return nil
 	}
@@ -317,22 +333,22 @@ func (l *Ledger) read(ctx context.Context, key string) (jetstream.KeyValueEntry,
 	return e, &v, nil
 }
 
-// Release lets the decision be redeemed again (its action failed). It is
-// a no-op for a decision not redeemed, and ErrCompleted after Done.
-func (l *Ledger) Release(ctx context.Context, decisionID string) error {
+// Release lets the decision be redeemed again (its action failed), for
+// the redeemer only: receipt must be the one its Redeem returned. It is
+// a no-op for a decision not redeemed, ErrNotRedeemer for a redeemed one
+// without its receipt, and ErrCompleted after Done.
+func (l *Ledger) Release(ctx context.Context, decisionID, receipt string) error {
 	key, err := l.key(decisionID)
 	if err != nil {
 		return err
 	}
 	for range casAttempts {
 		e, v, err := l.read(ctx, key)
-		switch {
-		case err != nil:
+		if err != nil {
 			return err
-		case v == nil:
-			return nil
-		case v.State == stateDone:
-			return fmt.Errorf("%w: decision %s", ErrCompleted, decisionID)
+		}
+		if err := v.mayRelease(decisionID, receipt); err != nil || v == nil {
+			return err
 		}
 		err = l.kv.Purge(ctx, key, jetstream.LastRevision(e.Revision()), jetstream.PurgeTTL(l.retain))
 		if err == nil {
@@ -375,14 +391,14 @@ func (l *Ledger) Done(ctx context.Context, decisionID string) error {
 		}
 		switch {
 		case v == nil:
-			_, err = l.kv.Create(ctx, key, l.value(stateDone, time.Time{}, "", ""), jetstream.KeyTTL(l.retain))
+			_, err = l.kv.Create(ctx, key, l.value(ledgerEntry{State: stateDone}), jetstream.KeyTTL(l.retain))
 		case v.State == stateDone:
 			return nil
 		default:
 			// Update drops the per-key TTL: the bucket's max age bounds the
 			// completed entry (NewLedger checked it covers the token). The
 			// yes it claimed stays claimed, for the retention.
-			_, err = l.kv.Update(ctx, key, l.value(stateDone, time.Time{}, v.Yes, ""), e.Revision())
+			_, err = l.kv.Update(ctx, key, l.value(ledgerEntry{State: stateDone, Yes: v.Yes, Call: v.Call, Tool: v.Tool, Args: v.Args}), e.Revision())
 		}
 		if err == nil {
 			return nil
@@ -423,4 +439,53 @@ func (l *Ledger) State(ctx context.Context, decisionID string) (LedgerState, err
 	default:
 		return LedgerRedeemed, nil
 	}
+}
+
+// Redemption is where a decision stands for a Release with a receipt
+// (CheckRelease), and the action its entry names.
+type Redemption struct {
+	State LedgerState
+	// CallID, Tool and ArgsHash are the redeemed approval's, when the
+	// entry is redeemed or done after a redeem.
+	CallID, Tool, ArgsHash string
+}
+
+// CheckRelease tells, without writing, what Release(decisionID, receipt)
+// would answer now: nil, ErrNotRedeemer or ErrCompleted, with where the
+// decision stands. It lets a caller refuse a release before it changes
+// anything else; the decision is still Release's, which checks again
+// atomically.
+func (l *Ledger) CheckRelease(ctx context.Context, decisionID, receipt string) (Redemption, error) {
+	key, err := l.key(decisionID)
+	if err != nil {
+		return Redemption{}, err
+	}
+	_, v, err := l.read(ctx, key)
+	if err != nil {
+		return Redemption{}, err
+	}
+	return v.redemption(), v.mayRelease(decisionID, receipt)
+}
+
+func (v *ledgerEntry) redemption() Redemption {
+	switch {
+	case v == nil:
+		return Redemption{State: LedgerOpen}
+	case v.State == stateDone:
+		return Redemption{State: LedgerDone, CallID: v.Call, Tool: v.Tool, ArgsHash: v.Args}
+	}
+	return Redemption{State: LedgerRedeemed, CallID: v.Call, Tool: v.Tool, ArgsHash: v.Args}
+}
+
+// mayRelease is whether receipt may release the entry v (nil: none).
+func (v *ledgerEntry) mayRelease(decisionID, receipt string) error {
+	switch {
+	case v == nil:
+		return nil
+	case v.State == stateDone:
+		return fmt.Errorf("%w: decision %s", ErrCompleted, decisionID)
+	case !receiptMatches(receipt, v.Receipt):
+		return fmt.Errorf("%w: decision %s", ErrNotRedeemer, decisionID)
+	}
+	return nil
 }

@@ -2,8 +2,10 @@ package approval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,38 +71,45 @@ func connectReplica(t testing.TB, ns *server.Server, bucket, name string, opts L
 	return &replica{js: js, kv: kv, ledger: l}
 }
 
-// raceRedeem redeems c on every replica at once and returns their errors.
-func raceRedeem(ctx context.Context, c *Claims, replicas ...*replica) []error {
+// raceRedeem redeems c on every replica at once and returns their
+// errors and receipts.
+func raceRedeem(ctx context.Context, c *Claims, replicas ...*replica) ([]error, []string) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	errs := make([]error, len(replicas))
+	receipts := make([]string, len(replicas))
 	for i, r := range replicas {
 		wg.Go(func() {
 			<-start
-			errs[i] = r.ledger.Redeem(ctx, c)
+			receipts[i], errs[i] = r.ledger.Redeem(ctx, c)
 		})
 	}
 	close(start)
 	wg.Wait()
-	return errs
+	return errs, receipts
 }
 
 // wantOneWinner fails the test unless exactly one of a race's redeems
-// succeeded and every other was refused as already redeemed.
-func wantOneWinner(t *testing.T, race string, errs []error) {
+// succeeded and every other was refused as already redeemed, and returns
+// the winner's receipt.
+func wantOneWinner(t *testing.T, race string, errs []error, receipts []string) string {
 	t.Helper()
-	won := 0
-	for _, err := range errs {
+	won, receipt := 0, ""
+	for i, err := range errs {
 		switch {
 		case err == nil:
 			won++
+			receipt = receipts[i]
 		case !errors.Is(err, ErrAlreadyRedeemed):
 			t.Fatalf("%s: %v", race, err)
+		case receipts[i] != "":
+			t.Fatalf("%s: a refused redeem returned a receipt", race)
 		}
 	}
-	if won != 1 {
-		t.Fatalf("%s: %d redeems succeeded (%v), want exactly 1", race, won, errs)
+	if won != 1 || receipt == "" {
+		t.Fatalf("%s: %d redeems succeeded (%v), want exactly 1, with a receipt", race, won, errs)
 	}
+	return receipt
 }
 
 func ledgerClaims(id string, exp time.Time) *Claims {
@@ -117,9 +126,10 @@ func TestLedgerTwoReplicasRaceExactlyOneRedeems(t *testing.T) {
 	const rounds = 200
 	for i := range rounds {
 		c := ledgerClaims(fmt.Sprintf("D%04d", i), exp)
-		wantOneWinner(t, fmt.Sprintf("round %d", i), raceRedeem(ctx, c, a, b))
+		errs, receipts := raceRedeem(ctx, c, a, b)
+		wantOneWinner(t, fmt.Sprintf("round %d", i), errs, receipts)
 		// Whoever lost, a third try on either replica is refused too.
-		if err := b.ledger.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
+		if _, err := b.ledger.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
 			t.Fatalf("round %d: a later redeem: %v", i, err)
 		}
 	}
@@ -131,15 +141,18 @@ func TestLedgerRetryAfterReleaseRacesToOne(t *testing.T) {
 	b := connectReplica(t, ns, "approvals", "replica-b", LedgerOptions{})
 	ctx := context.Background()
 	c := ledgerClaims("01KB4Z3Q8K0V6YH1ZB2R9M7T4E", time.Now().Add(DefaultTTL))
-	if err := a.ledger.Redeem(ctx, c); err != nil {
+	receipt, err := a.ledger.Redeem(ctx, c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 50 {
-		// The action failed: Complete(failed) on the other replica.
-		if err := b.ledger.Release(ctx, c.DecisionID); err != nil {
+		// The action failed: the redeemer's Complete(failed) on the other
+		// replica.
+		if err := b.ledger.Release(ctx, c.DecisionID, receipt); err != nil {
 			t.Fatalf("round %d: Release: %v", i, err)
 		}
-		wantOneWinner(t, fmt.Sprintf("round %d after a release", i), raceRedeem(ctx, c, a, b))
+		errs, receipts := raceRedeem(ctx, c, a, b)
+		receipt = wantOneWinner(t, fmt.Sprintf("round %d after a release", i), errs, receipts)
 	}
 }
 
@@ -160,14 +173,15 @@ func TestLedgerLifecycle(t *testing.T) {
 		}
 	}
 	state(LedgerOpen)
-	if err := a.ledger.Release(ctx, c.DecisionID); err != nil {
+	if err := a.ledger.Release(ctx, c.DecisionID, ""); err != nil {
 		t.Fatalf("Release of a decision never redeemed: %v", err)
 	}
-	if err := a.ledger.Redeem(ctx, c); err != nil {
+	receipt, err := a.ledger.Redeem(ctx, c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	state(LedgerRedeemed)
-	if err := b.ledger.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
+	if _, err := b.ledger.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
 		t.Fatalf("a second redeem on another replica: %v", err)
 	}
 
@@ -197,19 +211,51 @@ func TestLedgerLifecycle(t *testing.T) {
 		t.Errorf("redeemed entry TTL %s, want between %s and %s", ttl, min, a.ledger.retain)
 	}
 
-	// The action failed: the release (on the other replica) lets a retry
-	// redeem, and leaves a marker that expires too.
-	if err := b.ledger.Release(ctx, c.DecisionID); err != nil {
+	// Only the redeemer releases it: no receipt, a made-up one, or one
+	// read from the bucket (it holds the receipt's hash) changes nothing.
+	raw, err := a.kv.Get(ctx, a.ledger.Key(c.DecisionID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw.Value()), receipt) {
+		t.Fatalf("the entry holds the receipt itself: %s", raw.Value())
+	}
+	var stored ledgerEntry
+	if err := json.Unmarshal(raw.Value(), &stored); err != nil || stored.Receipt == "" || stored.Call != c.CallID || stored.Tool != c.Tool {
+		t.Fatalf("the redeemed entry %s: %v", raw.Value(), err)
+	}
+	for _, bad := range []string{"", "AAAAAAAAAAAAAAAAAAAAAA", stored.Receipt} {
+		if err := b.ledger.Release(ctx, c.DecisionID, bad); !errors.Is(err, ErrNotRedeemer) {
+			t.Fatalf("Release with receipt %q: %v, want ErrNotRedeemer", bad, err)
+		}
+		if r, err := b.ledger.CheckRelease(ctx, c.DecisionID, bad); !errors.Is(err, ErrNotRedeemer) || r.State != LedgerRedeemed || r.CallID != c.CallID || r.Tool != c.Tool {
+			t.Fatalf("CheckRelease with receipt %q: %+v, %v", bad, r, err)
+		}
+		state(LedgerRedeemed)
+	}
+	if _, err := b.ledger.CheckRelease(ctx, c.DecisionID, receipt); err != nil {
+		t.Fatalf("CheckRelease with the receipt: %v", err)
+	}
+
+	// The action failed: the redeemer's release (on the other replica)
+	// lets a retry redeem, and leaves a marker that expires too.
+	if err := b.ledger.Release(ctx, c.DecisionID, receipt); err != nil {
 		t.Fatal(err)
 	}
 	state(LedgerOpen)
 	if ttl := ttlOf(c.DecisionID); ttl != a.ledger.retain {
 		t.Errorf("release marker TTL %s, want %s", ttl, a.ledger.retain)
 	}
-	if err := b.ledger.Redeem(ctx, c); err != nil {
+	retry, err := b.ledger.Redeem(ctx, c)
+	if err != nil {
 		t.Fatalf("the retry after a release: %v", err)
 	}
-	if err := a.ledger.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
+	// The first redeem's receipt is spent: a late copy of its failure
+	// cannot reopen the retry.
+	if err := a.ledger.Release(ctx, c.DecisionID, receipt); !errors.Is(err, ErrNotRedeemer) || retry == receipt {
+		t.Fatalf("Release with the first redeem's receipt after a retry: %v, want ErrNotRedeemer", err)
+	}
+	if _, err := a.ledger.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
 		t.Fatalf("a second redeem of the retry: %v", err)
 	}
 
@@ -221,11 +267,11 @@ func TestLedgerLifecycle(t *testing.T) {
 	if err := b.ledger.Done(ctx, c.DecisionID); err != nil {
 		t.Errorf("Done twice: %v", err)
 	}
-	if err := b.ledger.Release(ctx, c.DecisionID); !errors.Is(err, ErrCompleted) {
+	if err := b.ledger.Release(ctx, c.DecisionID, retry); !errors.Is(err, ErrCompleted) {
 		t.Errorf("Release after Done: %v, want ErrCompleted", err)
 	}
 	for _, r := range []*replica{a, b} {
-		if err := r.ledger.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
+		if _, err := r.ledger.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
 			t.Errorf("a redeem after Done: %v", err)
 		}
 	}
@@ -238,19 +284,19 @@ func TestLedgerLifecycle(t *testing.T) {
 	if ttl := ttlOf(c2.DecisionID); ttl != a.ledger.retain {
 		t.Errorf("a completed entry created by Done has TTL %s, want %s", ttl, a.ledger.retain)
 	}
-	if err := b.ledger.Redeem(ctx, c2); !errors.Is(err, ErrAlreadyRedeemed) {
+	if _, err := b.ledger.Redeem(ctx, c2); !errors.Is(err, ErrAlreadyRedeemed) {
 		t.Errorf("a redeem after Done without a redeem: %v", err)
 	}
 
 	// Refused before the KV is touched.
-	if err := a.ledger.Redeem(ctx, ledgerClaims("D-late", now.Add(-DefaultSkew))); !errors.Is(err, ErrExpired) {
+	if _, err := a.ledger.Redeem(ctx, ledgerClaims("D-late", now.Add(-DefaultSkew))); !errors.Is(err, ErrExpired) {
 		t.Errorf("an expired approval: %v, want ErrExpired", err)
 	}
-	if err := a.ledger.Redeem(ctx, ledgerClaims("D-far", now.Add(time.Hour))); !errors.Is(err, ErrMalformed) {
+	if _, err := a.ledger.Redeem(ctx, ledgerClaims("D-far", now.Add(time.Hour))); !errors.Is(err, ErrMalformed) {
 		t.Errorf("an approval living past the ledger's retention: %v, want ErrMalformed", err)
 	}
 	for _, id := range []string{"", "a.b", "a*", "a>", "a b"} {
-		if err := a.ledger.Redeem(ctx, ledgerClaims(id, now.Add(DefaultTTL))); err == nil {
+		if _, err := a.ledger.Redeem(ctx, ledgerClaims(id, now.Add(DefaultTTL))); err == nil {
 			t.Errorf("decision id %q redeemed", id)
 		}
 		if err := a.ledger.Done(ctx, id); err == nil {
@@ -262,7 +308,7 @@ func TestLedgerLifecycle(t *testing.T) {
 	if _, err := a.kv.Put(ctx, a.ledger.Key("D-foreign"), []byte("something")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.ledger.Release(ctx, "D-foreign"); !errors.Is(err, ErrLedgerUnavailable) {
+	if err := a.ledger.Release(ctx, "D-foreign", ""); !errors.Is(err, ErrLedgerUnavailable) {
 		t.Errorf("Release of a foreign entry: %v", err)
 	}
 }
@@ -275,7 +321,8 @@ func TestLedgerSuccessIsFinalWhateverTheOrder(t *testing.T) {
 	exp := time.Now().Add(DefaultTTL)
 	for i := range 50 {
 		c := ledgerClaims(fmt.Sprintf("F%04d", i), exp)
-		if err := a.ledger.Redeem(ctx, c); err != nil {
+		receipt, err := a.ledger.Redeem(ctx, c)
+		if err != nil {
 			t.Fatal(err)
 		}
 		// A failed and a successful Complete for one decision, racing on
@@ -283,7 +330,7 @@ func TestLedgerSuccessIsFinalWhateverTheOrder(t *testing.T) {
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		var relErr, doneErr error
-		wg.Go(func() { <-start; relErr = a.ledger.Release(ctx, c.DecisionID) })
+		wg.Go(func() { <-start; relErr = a.ledger.Release(ctx, c.DecisionID, receipt) })
 		wg.Go(func() { <-start; doneErr = b.ledger.Done(ctx, c.DecisionID) })
 		close(start)
 		wg.Wait()
@@ -293,7 +340,7 @@ func TestLedgerSuccessIsFinalWhateverTheOrder(t *testing.T) {
 		if st, err := b.ledger.State(ctx, c.DecisionID); err != nil || st != LedgerDone {
 			t.Fatalf("round %d: state %q, %v; want done", i, st, err)
 		}
-		if err := a.ledger.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
+		if _, err := a.ledger.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
 			t.Fatalf("round %d: a redeem after the race: %v", i, err)
 		}
 	}

@@ -10,11 +10,14 @@ import (
 // Redeemer is what redeems approvals exactly once: Ledger across the
 // replicas sharing a JetStream KV bucket, MemoryLedger within one process.
 // Redeem claims a verified approval's decision (nil: execute the action
-// now), Release reopens it after the action failed, Done closes it for
-// good after the action succeeded. The errors are those of Ledger.
+// now) and returns its receipt, Release reopens it after the action
+// failed (for the holder of that receipt only), Done closes it for good
+// after the action succeeded. CheckRelease tells what a Release would
+// answer, without writing. The errors are those of Ledger.
 type Redeemer interface {
-	Redeem(ctx context.Context, c *Claims) error
-	Release(ctx context.Context, decisionID string) error
+	Redeem(ctx context.Context, c *Claims) (receipt string, err error)
+	Release(ctx context.Context, decisionID, receipt string) error
+	CheckRelease(ctx context.Context, decisionID, receipt string) (Redemption, error)
 	Done(ctx context.Context, decisionID string) error
 	State(ctx context.Context, decisionID string) (LedgerState, error)
 }
@@ -52,6 +55,21 @@ type memoryEntry struct {
 	// yes is, in a decision's entry, the key of the yes it claimed;
 	// decision is, in a yes entry, the decision holding it.
 	yes, decision string
+	// receipt is the SHA-256 (hex) of a redeemed entry's receipt; call,
+	// tool and args name the redeemed action.
+	receipt, call, tool, args string
+}
+
+// ledgerEntry is the entry as Ledger would hold it, nil for none.
+func (e memoryEntry) ledgerEntry(ok bool) *ledgerEntry {
+	if !ok {
+		return nil
+	}
+	v := &ledgerEntry{State: stateRedeemed, Yes: e.yes, Receipt: e.receipt, Call: e.call, Tool: e.tool, Args: e.args}
+	if e.done {
+		v.State = stateDone
+	}
+	return v
 }
 
 // NewMemoryLedger builds an empty ledger. Only Prefix, MaxTTL, Skew and
@@ -89,45 +107,55 @@ func (l *MemoryLedger) sweep(now time.Time) {
 }
 
 // Redeem is Ledger.Redeem.
-func (l *MemoryLedger) Redeem(_ context.Context, c *Claims) error {
+func (l *MemoryLedger) Redeem(_ context.Context, c *Claims) (string, error) {
 	if err := checkLedgerID(c.DecisionID); err != nil {
-		return err
+		return "", err
 	}
 	ttl, err := l.opts.redeemTTL(c)
 	if err != nil {
-		return err
+		return "", err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.opts.Now()
 	l.sweep(now)
 	if _, ok := l.live(c.DecisionID, now); ok {
-		return fmt.Errorf("%w: decision %s", ErrAlreadyRedeemed, c.DecisionID)
+		return "", fmt.Errorf("%w: decision %s", ErrAlreadyRedeemed, c.DecisionID)
 	}
 	yes := l.YesKey(c)
 	if y, ok := l.live(yes, now); ok && yes != "" && y.decision != c.DecisionID {
-		return fmt.Errorf("%w (decision %s): decision %s", ErrYesRedeemed, y.decision, c.DecisionID)
+		return "", fmt.Errorf("%w (decision %s): decision %s", ErrYesRedeemed, y.decision, c.DecisionID)
 	}
-	l.entries[c.DecisionID] = memoryEntry{until: now.Add(ttl), yes: yes}
+	receipt, hash := newReceipt()
+	l.entries[c.DecisionID] = memoryEntry{until: now.Add(ttl), yes: yes, receipt: hash, call: c.CallID, tool: c.Tool, args: c.ArgsHash}
 	if yes != "" {
 		l.entries[yes] = memoryEntry{until: now.Add(l.opts.retain()), decision: c.DecisionID}
 	}
-	return nil
+	return receipt, nil
+}
+
+// CheckRelease is Ledger.CheckRelease.
+func (l *MemoryLedger) CheckRelease(_ context.Context, decisionID, receipt string) (Redemption, error) {
+	if err := checkLedgerID(decisionID); err != nil {
+		return Redemption{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.live(decisionID, l.opts.Now())
+	v := e.ledgerEntry(ok)
+	return v.redemption(), v.mayRelease(decisionID, receipt)
 }
 
 // Release is Ledger.Release.
-func (l *MemoryLedger) Release(_ context.Context, decisionID string) error {
+func (l *MemoryLedger) Release(_ context.Context, decisionID, receipt string) error {
 	if err := checkLedgerID(decisionID); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.live(decisionID, l.opts.Now())
-	switch {
-	case !ok:
-		return nil
-	case e.done:
-		return fmt.Errorf("%w: decision %s", ErrCompleted, decisionID)
+	if err := e.ledgerEntry(ok).mayRelease(decisionID, receipt); err != nil || !ok {
+		return err
 	}
 	delete(l.entries, decisionID)
 	if y, ok := l.entries[e.yes]; ok && e.yes != "" && y.decision == decisionID {
@@ -150,7 +178,7 @@ func (l *MemoryLedger) Done(_ context.Context, decisionID string) error {
 		return nil
 	}
 	// The yes it claimed stays claimed, for the retention.
-	l.entries[decisionID] = memoryEntry{done: true, until: now.Add(l.opts.retain()), yes: e.yes}
+	l.entries[decisionID] = memoryEntry{done: true, until: now.Add(l.opts.retain()), yes: e.yes, call: e.call, tool: e.tool, args: e.args}
 	return nil
 }
 

@@ -34,22 +34,40 @@ func TestRedeemersAgree(t *testing.T) {
 				}
 			}
 			state(LedgerOpen)
-			if err := l.Release(ctx, c.DecisionID); err != nil {
+			if err := l.Release(ctx, c.DecisionID, ""); err != nil {
 				t.Fatalf("Release of a decision never redeemed: %v", err)
 			}
-			if err := l.Redeem(ctx, c); err != nil {
-				t.Fatal(err)
+			if r, err := l.CheckRelease(ctx, c.DecisionID, ""); err != nil || r.State != LedgerOpen {
+				t.Fatalf("CheckRelease of a decision never redeemed: %+v, %v", r, err)
+			}
+			receipt, err := l.Redeem(ctx, c)
+			if err != nil || receipt == "" {
+				t.Fatalf("Redeem: %q, %v", receipt, err)
 			}
 			state(LedgerRedeemed)
-			if err := l.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
+			if _, err := l.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
 				t.Fatalf("a second redeem: %v", err)
 			}
-			if err := l.Release(ctx, c.DecisionID); err != nil {
+			// Only the redeemer, with its receipt, releases it.
+			for _, bad := range []string{"", "AAAAAAAAAAAAAAAAAAAAAA"} {
+				if err := l.Release(ctx, c.DecisionID, bad); !errors.Is(err, ErrNotRedeemer) {
+					t.Fatalf("Release with receipt %q: %v, want ErrNotRedeemer", bad, err)
+				}
+				if r, err := l.CheckRelease(ctx, c.DecisionID, bad); !errors.Is(err, ErrNotRedeemer) || r.State != LedgerRedeemed || r.CallID != c.CallID || r.Tool != c.Tool {
+					t.Fatalf("CheckRelease with receipt %q: %+v, %v", bad, r, err)
+				}
+				state(LedgerRedeemed)
+			}
+			if err := l.Release(ctx, c.DecisionID, receipt); err != nil {
 				t.Fatal(err)
 			}
 			state(LedgerOpen)
-			if err := l.Redeem(ctx, c); err != nil {
+			retry, err := l.Redeem(ctx, c)
+			if err != nil {
 				t.Fatalf("the retry after a release: %v", err)
+			}
+			if err := l.Release(ctx, c.DecisionID, receipt); !errors.Is(err, ErrNotRedeemer) || retry == receipt {
+				t.Fatalf("the first redeem's receipt after the retry: %v, want ErrNotRedeemer", err)
 			}
 			if err := l.Done(ctx, c.DecisionID); err != nil {
 				t.Fatal(err)
@@ -58,27 +76,27 @@ func TestRedeemersAgree(t *testing.T) {
 			if err := l.Done(ctx, c.DecisionID); err != nil {
 				t.Errorf("Done twice: %v", err)
 			}
-			if err := l.Release(ctx, c.DecisionID); !errors.Is(err, ErrCompleted) {
+			if err := l.Release(ctx, c.DecisionID, retry); !errors.Is(err, ErrCompleted) {
 				t.Errorf("Release after Done: %v, want ErrCompleted", err)
 			}
-			if err := l.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
+			if _, err := l.Redeem(ctx, c); !errors.Is(err, ErrAlreadyRedeemed) {
 				t.Errorf("a redeem after Done: %v", err)
 			}
 			c2 := ledgerClaims("01KB4Z3Q8K0V6YH1ZB2R9M7T4F", now.Add(DefaultTTL))
 			if err := l.Done(ctx, c2.DecisionID); err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Redeem(ctx, c2); !errors.Is(err, ErrAlreadyRedeemed) {
+			if _, err := l.Redeem(ctx, c2); !errors.Is(err, ErrAlreadyRedeemed) {
 				t.Errorf("a redeem after Done without a redeem: %v", err)
 			}
-			if err := l.Redeem(ctx, ledgerClaims("D-late", now.Add(-DefaultSkew))); !errors.Is(err, ErrExpired) {
+			if _, err := l.Redeem(ctx, ledgerClaims("D-late", now.Add(-DefaultSkew))); !errors.Is(err, ErrExpired) {
 				t.Errorf("an expired approval: %v, want ErrExpired", err)
 			}
-			if err := l.Redeem(ctx, ledgerClaims("D-far", now.Add(time.Hour))); !errors.Is(err, ErrMalformed) {
+			if _, err := l.Redeem(ctx, ledgerClaims("D-far", now.Add(time.Hour))); !errors.Is(err, ErrMalformed) {
 				t.Errorf("an approval living past the ledger's retention: %v, want ErrMalformed", err)
 			}
 			for _, id := range []string{"", "a.b", "a*", "a b"} {
-				if err := l.Redeem(ctx, ledgerClaims(id, now.Add(DefaultTTL))); err == nil {
+				if _, err := l.Redeem(ctx, ledgerClaims(id, now.Add(DefaultTTL))); err == nil {
 					t.Errorf("decision id %q redeemed", id)
 				}
 				if err := l.Done(ctx, id); err == nil {
@@ -98,17 +116,17 @@ func TestMemoryLedgerRaceExactlyOneRedeems(t *testing.T) {
 	for round := range 100 {
 		var wg sync.WaitGroup
 		start := make(chan struct{})
-		errs := make([]error, 16)
+		errs, receipts := make([]error, 16), make([]string, 16)
 		for i := range errs {
 			wg.Go(func() {
 				<-start
-				errs[i] = l.Redeem(ctx, c)
+				receipts[i], errs[i] = l.Redeem(ctx, c)
 			})
 		}
 		close(start)
 		wg.Wait()
-		wantOneWinner(t, fmt.Sprintf("round %d", round), errs)
-		if err := l.Release(ctx, c.DecisionID); err != nil {
+		receipt := wantOneWinner(t, fmt.Sprintf("round %d", round), errs, receipts)
+		if err := l.Release(ctx, c.DecisionID, receipt); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -124,7 +142,7 @@ func TestMemoryLedgerIsBounded(t *testing.T) {
 	exp := clock.Now().Add(DefaultTTL)
 	for i := range 100 {
 		c := ledgerClaims(fmt.Sprintf("M%03d", i), exp)
-		if err := l.Redeem(ctx, c); err != nil {
+		if _, err := l.Redeem(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 0 {
@@ -176,10 +194,11 @@ func TestOneYesRedeemsOnce(t *testing.T) {
 			ctx := context.Background()
 			exp := time.Now().Add(DefaultTTL)
 			first, second := yesClaims("Y-first", exp), yesClaims("Y-second", exp)
-			if err := l.Redeem(ctx, first); err != nil {
+			firstReceipt, err := l.Redeem(ctx, first)
+			if err != nil {
 				t.Fatal(err)
 			}
-			err := l.Redeem(ctx, second)
+			_, err = l.Redeem(ctx, second)
 			if !errors.Is(err, ErrYesRedeemed) || !errors.Is(err, ErrAlreadyRedeemed) {
 				t.Fatalf("a second approval of a redeemed yes: %v, want ErrYesRedeemed", err)
 			}
@@ -187,34 +206,34 @@ func TestOneYesRedeemsOnce(t *testing.T) {
 				t.Errorf("the refused approval's decision is %q, want open (given back)", st)
 			}
 			// The first failed: the yes is free again, for either approval.
-			if err := l.Release(ctx, first.DecisionID); err != nil {
+			if err := l.Release(ctx, first.DecisionID, firstReceipt); err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Redeem(ctx, second); err != nil {
+			if _, err := l.Redeem(ctx, second); err != nil {
 				t.Fatalf("the second approval after the first was released: %v", err)
 			}
-			if err := l.Redeem(ctx, first); !errors.Is(err, ErrYesRedeemed) {
+			if _, err := l.Redeem(ctx, first); !errors.Is(err, ErrYesRedeemed) {
 				t.Fatalf("the first approval while the second holds the yes: %v", err)
 			}
 			// The second succeeded: the yes never executes again.
 			if err := l.Done(ctx, second.DecisionID); err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Release(ctx, first.DecisionID); err != nil {
+			if err := l.Release(ctx, first.DecisionID, firstReceipt); err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Redeem(ctx, first); !errors.Is(err, ErrYesRedeemed) {
+			if _, err := l.Redeem(ctx, first); !errors.Is(err, ErrYesRedeemed) {
 				t.Fatalf("an approval of a yes whose action completed: %v", err)
 			}
 			// Another turn, or the same turn for another tool, is another yes.
 			other := yesClaims("Y-other", exp)
 			other.Turn.EndMs++
-			if err := l.Redeem(ctx, other); err != nil {
+			if _, err := l.Redeem(ctx, other); err != nil {
 				t.Errorf("an approval of another turn: %v", err)
 			}
 			tool := yesClaims("Y-tool", exp)
 			tool.Tool = "pay_bill"
-			if err := l.Redeem(ctx, tool); err != nil {
+			if _, err := l.Redeem(ctx, tool); err != nil {
 				t.Errorf("the same turn for another tool: %v", err)
 			}
 		})
@@ -234,12 +253,12 @@ func TestOneYesRaceAcrossReplicas(t *testing.T) {
 		c2.Turn, c1.Turn.EndMs = c1.Turn, int64(i) // one turn per round
 		var wg sync.WaitGroup
 		start := make(chan struct{})
-		errs := make([]error, 2)
-		wg.Go(func() { <-start; errs[0] = a.ledger.Redeem(ctx, c1) })
-		wg.Go(func() { <-start; errs[1] = b.ledger.Redeem(ctx, c2) })
+		errs, receipts := make([]error, 2), make([]string, 2)
+		wg.Go(func() { <-start; receipts[0], errs[0] = a.ledger.Redeem(ctx, c1) })
+		wg.Go(func() { <-start; receipts[1], errs[1] = b.ledger.Redeem(ctx, c2) })
 		close(start)
 		wg.Wait()
-		wantOneWinner(t, fmt.Sprintf("round %d", i), errs)
+		wantOneWinner(t, fmt.Sprintf("round %d", i), errs, receipts)
 	}
 }
 
@@ -250,14 +269,14 @@ func TestYesLeftClaimedByItsOwnDecision(t *testing.T) {
 	r := connectReplica(t, startJetStream(t), "approvals", "r", LedgerOptions{})
 	ctx := context.Background()
 	c := yesClaims("Y-self", time.Now().Add(DefaultTTL))
-	if _, err := r.kv.Create(ctx, r.ledger.YesKey(c), r.ledger.value(stateRedeemed, time.Time{}, "", c.DecisionID)); err != nil {
+	if _, err := r.kv.Create(ctx, r.ledger.YesKey(c), r.ledger.value(ledgerEntry{State: stateRedeemed, Decision: c.DecisionID})); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.ledger.Redeem(ctx, c); err != nil {
+	if _, err := r.ledger.Redeem(ctx, c); err != nil {
 		t.Fatalf("the retry of the decision holding the yes: %v", err)
 	}
 	other := yesClaims("Y-other", c.ExpiresAt)
-	if err := r.ledger.Redeem(ctx, other); !errors.Is(err, ErrYesRedeemed) {
+	if _, err := r.ledger.Redeem(ctx, other); !errors.Is(err, ErrYesRedeemed) {
 		t.Fatalf("another approval of that yes: %v", err)
 	}
 }

@@ -482,6 +482,60 @@ func TestRotationKeepsOldTokensUntilTheyExpire(t *testing.T) {
 	}
 }
 
+// A successor whose SignsFrom is already past when the set learns of it
+// retires the old key at that moment, not at the SignsFrom: the old key's
+// last tokens verify until they expire, a later reload does not extend
+// it, and it is dropped after its grace from the reload.
+func TestPastSignsFromHoldsTheOldKey(t *testing.T) {
+	clock := newClock()
+	k1 := newKey(t, "k1", time.Time{})
+	ks, err := NewKeySet([]Key{k1}, KeySetOptions{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier := NewVerifier(ks, VerifierOptions{Now: clock.Now})
+	old, _, err := NewSigner(ks, SignerOptions{}).Sign(testApproval(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reload := clock.Now()
+	k2 := newKey(t, "k2", reload.Add(-time.Hour))
+	if err := ks.SetKeys([]Key{k1, k2}); err != nil {
+		t.Fatal(err)
+	}
+	held := func() KeyInfo {
+		t.Helper()
+		for _, k := range ks.Keys() {
+			if k.ID == "k1" {
+				return k
+			}
+		}
+		t.Fatal("k1 is gone from the set")
+		return KeyInfo{}
+	}
+	if k := held(); k.State != KeyRetired || !k.HeldLate || !k.RetiredAt.Equal(reload) || !k.DropAt.Equal(reload.Add(DefaultMaxTTL+DefaultSkew)) {
+		t.Fatalf("k1 after a successor from an hour ago: %+v", k)
+	}
+	if ids := jwksIDs(t, ks.JWKS()); !slices.Equal(ids, []string{"k1", "k2"}) {
+		t.Errorf("JWKS: %v, want k1 kept", ids)
+	}
+	clock.Advance(DefaultTTL - time.Second)
+	if _, err := verifier.Verify(old); err != nil {
+		t.Errorf("k1's last token before its expiry: %v", err)
+	}
+	// Another reload keeps the moment k1 stopped signing.
+	if err := ks.SetKeys([]Key{k1, k2}); err != nil {
+		t.Fatal(err)
+	}
+	if k := held(); !k.RetiredAt.Equal(reload) {
+		t.Errorf("a second reload moved k1's retirement to %s, want %s", k.RetiredAt, reload)
+	}
+	clock.Advance(reload.Add(DefaultMaxTTL + DefaultSkew + time.Second).Sub(clock.Now()))
+	if ids := jwksIDs(t, ks.JWKS()); !slices.Equal(ids, []string{"k2"}) {
+		t.Errorf("JWKS after k1's grace from the reload: %v", ids)
+	}
+}
+
 func mustJWKSVerifier(t testing.TB, jwks []byte, clock *testClock) *Verifier {
 	t.Helper()
 	v, err := NewJWKSVerifier(jwks, VerifierOptions{Now: clock.Now})

@@ -109,8 +109,8 @@ func (v *Verifier) Verify(token string) (*Claims, error) {
 	if err != nil {
 		return nil, err
 	}
-	var w wireClaims
-	if err := json.Unmarshal(payload, &w); err != nil {
+	w, err := decodeClaims(payload)
+	if err != nil {
 		return nil, fmt.Errorf("%w: claims: %v", ErrMalformed, err)
 	}
 	c, err := w.claims(h.kid)
@@ -307,4 +307,72 @@ func jsonObject(b []byte) (map[string]json.RawMessage, error) {
 		return nil, errors.New("data after the object")
 	}
 	return fields, nil
+}
+
+// Claim names, exactly as the guard writes them.
+var (
+	claimNames = []string{"iss", "jti", "iat", "exp", "call_id", "tool", "args_sha256", "turn"}
+	turnNames  = []string{"text_sha256", "start_ms", "end_ms", "received_ms"}
+)
+
+// decodeClaims reads the payload so that it means one thing to every
+// verifier: each member once (jsonObject; parsers disagree on which of
+// two they keep), names compared case-sensitively, and a member whose
+// name differs from a claim's only in case refused (encoding/json alone
+// would take "JTI" for "jti"). Other members are ignored, as RFC 7519
+// lets a verifier.
+func decodeClaims(payload []byte) (*wireClaims, error) {
+	fields, err := exactMembers(payload, claimNames)
+	if err != nil {
+		return nil, err
+	}
+	var w wireClaims
+	for name, dst := range map[string]any{"iss": &w.Issuer, "jti": &w.DecisionID, "iat": &w.IssuedAt, "exp": &w.ExpiresAt,
+		"call_id": &w.CallID, "tool": &w.Tool, "args_sha256": &w.ArgsHash} {
+		if err := decodeMember(fields, name, dst); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := fields["turn"]; ok && string(raw) != "null" {
+		tf, err := exactMembers(raw, turnNames)
+		if err != nil {
+			return nil, fmt.Errorf("turn: %w", err)
+		}
+		w.Turn = &wireTurn{}
+		for name, dst := range map[string]any{"text_sha256": &w.Turn.TextHash, "start_ms": &w.Turn.StartMs, "end_ms": &w.Turn.EndMs, "received_ms": &w.Turn.ReceivedMs} {
+			if err := decodeMember(tf, name, dst); err != nil {
+				return nil, fmt.Errorf("turn: %w", err)
+			}
+		}
+	}
+	return &w, nil
+}
+
+// exactMembers is jsonObject, refusing a member whose name equals one of
+// names but for case.
+func exactMembers(b []byte, names []string) (map[string]json.RawMessage, error) {
+	fields, err := jsonObject(b)
+	if err != nil {
+		return nil, err
+	}
+	for name := range fields {
+		for _, want := range names {
+			if name != want && strings.EqualFold(name, want) {
+				return nil, fmt.Errorf("%q: claim names are case-sensitive, the claim is %q", name, want)
+			}
+		}
+	}
+	return fields, nil
+}
+
+// decodeMember decodes fields[name], when present, into dst.
+func decodeMember(fields map[string]json.RawMessage, name string, dst any) error {
+	raw, ok := fields[name]
+	if !ok {
+		return nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
 }

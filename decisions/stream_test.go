@@ -13,18 +13,7 @@ import (
 // oldest first, in pages; a record stored twice is kept once.
 func TestStreamStore(t *testing.T) {
 	ns := natstest.JetStream(t)
-	replica := func() *Stream {
-		_, js := natstest.Connect(t, ns.ClientURL())
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := js.CreateOrUpdateStream(ctx, StreamConfig("YG_DECISIONS", DefaultSubjectPrefix, time.Hour, 64<<20, 1000, 1)); err != nil {
-			t.Fatal(err)
-		}
-		s := NewStream(js, "YG_DECISIONS", DefaultSubjectPrefix)
-		t.Cleanup(func() { _ = s.Close(context.Background()) })
-		return s
-	}
-	a, b := replica(), replica()
+	a, b := testStream(t, ns.ClientURL()), testStream(t, ns.ClientURL())
 	ctx := t.Context()
 	var ids []string
 	for i := range 7 {
@@ -73,4 +62,19 @@ func TestStreamStore(t *testing.T) {
 	if list, _, err := a.List(ctx, "nobody", 0, ""); err != nil || len(list) != 0 {
 		t.Fatalf("unknown call = %v, %v", list, err)
 	}
+}
+
+// testStream is a replica's decision stream on the JetStream server at
+// url, its stream made if need be, closed at the test's end.
+func testStream(t *testing.T, url string) *Stream {
+	t.Helper()
+	_, js := natstest.Connect(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.CreateOrUpdateStream(ctx, StreamConfig("YG_DECISIONS", DefaultSubjectPrefix, time.Hour, 64<<20, 1000, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStream(js, "YG_DECISIONS", DefaultSubjectPrefix)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
 }

@@ -81,7 +81,7 @@ var (
 	CheckErrors = series(Counter, "guard", "check_errors_total",
 		"Guard calls (Check, Complete, ListDecisions) answered with an error instead of a result, by gRPC code.", "code")
 	Completions = series(Counter, "guard", "completions_total",
-		"Complete calls by result: ok, failed, unknown (no such allowed decision), or refused (the decision was allowed to another caller).", "result")
+		"Complete calls by result: ok, failed, unknown (no such allowed decision), refused (the decision was allowed to another caller), or redeemed (a failure of an approval its backend redeemed, sent without the Redeem's receipt: nothing changed).", "result")
 	Redeems = series(Counter, "guard", "redeems_total",
 		"Redeem calls by reason: redeemed (execute the action), already_redeemed, approval_expired, approval_mismatch, approval_invalid, or internal (the redeem ledger did not answer).", "reason")
 	DedupeHits = series(Counter, "dedupe", "hits_total",
@@ -132,6 +132,8 @@ var (
 		"Asynchronous NATS errors (slow consumer, permissions, ...).")
 	ReloadErrors = series(Counter, "", "reload_errors_total",
 		"Reloads (SIGHUP) that failed, by what: policy (with the locales), tokens, tls, approval_keys. What failed keeps what it had.", "what")
+	DecisionsUnencodable = series(Counter, "decision", "unencodable_total",
+		"Decision records that held a field no writer can encode (a timestamp outside years 1 to 9999, a string that is not UTF-8): the field was replaced, the record written, and its detail names the field.")
 	RedactionErrors = series(Counter, "decision", "redaction_errors_total",
 		"Decision records whose args or result could not be parsed for redaction; the copy written lost them whole.")
 	PagesHostRefused = series(Counter, "http", "pages_host_refused_total",
@@ -151,7 +153,7 @@ var catalogue = []Series{
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations, DedupeUnreadable,
 	NATSConnected, NATSReconnects, NATSErrors,
-	AuthRefused, ReloadErrors, RedactionErrors, PagesHostRefused,
+	AuthRefused, ReloadErrors, RedactionErrors, DecisionsUnencodable, PagesHostRefused,
 	BuildInfo,
 }
 

@@ -164,6 +164,10 @@ func (s *Server) logKeys(msg string) {
 			d += " until " + k.DropAt.UTC().Format(time.RFC3339)
 		}
 		desc = append(desc, d+" ("+k.Source+")")
+		if k.HeldLate && k.State == approval.KeyRetired {
+			s.log.Warn("approval key "+k.ID+" was retired by a key whose Signs-From was already past: it is kept until the tokens it signed have expired, not dropped at once; give a new key a Signs-From ahead (an hour), so that every replica and verifier knows it before it signs",
+				zap.String("key", k.ID), zap.String("source", k.Source), zap.Time("signed_until", k.RetiredAt), zap.Time("kept_until", k.DropAt))
+		}
 	}
 	s.log.Info(msg, zap.String("keys", strings.Join(desc, "; ")), zap.String("jwks", approval.JWKSPath))
 }
@@ -208,20 +212,28 @@ func (l stateLedger) get() (*approval.Ledger, error) {
 	return nil, fmt.Errorf("%w: %w", approval.ErrLedgerUnavailable, errStateNotReady)
 }
 
-func (l stateLedger) Redeem(ctx context.Context, c *approval.Claims) error {
+func (l stateLedger) Redeem(ctx context.Context, c *approval.Claims) (string, error) {
 	led, err := l.get()
 	if err != nil {
-		return err
+		return "", err
 	}
 	return led.Redeem(ctx, c)
 }
 
-func (l stateLedger) Release(ctx context.Context, id string) error {
+func (l stateLedger) Release(ctx context.Context, id, receipt string) error {
 	led, err := l.get()
 	if err != nil {
 		return err
 	}
-	return led.Release(ctx, id)
+	return led.Release(ctx, id, receipt)
+}
+
+func (l stateLedger) CheckRelease(ctx context.Context, id, receipt string) (approval.Redemption, error) {
+	led, err := l.get()
+	if err != nil {
+		return approval.Redemption{}, err
+	}
+	return led.CheckRelease(ctx, id, receipt)
 }
 
 func (l stateLedger) Done(ctx context.Context, id string) error {

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -228,9 +230,10 @@ func TestApprovalsThroughTheGuard(t *testing.T) {
 	}
 	wantReason(t, "a second redeem", r.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
 
-	// The action failed: the backend says so with the approval; a retry
-	// redeems again, and once it succeeds nothing redeems it any more.
-	if _, err := r.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Failed: true}); err != nil {
+	// The action failed: the backend says so with the approval and its
+	// receipt; a retry redeems again, and once it succeeds nothing
+	// redeems it any more.
+	if _, err := r.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Receipt: ok.GetReceipt(), Failed: true}); err != nil {
 		t.Fatalf("Complete(failed) with the approval: %v", err)
 	}
 	wantReason(t, "the retry after a failure", r.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
@@ -262,16 +265,18 @@ func TestApprovalsThroughTheGuard(t *testing.T) {
 	wantReason(t, "a retired key's token within its life", r.redeem(t, waiting.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
 	wantReason(t, "the new key's token", r.redeem(t, afterRotation.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
 
-	// Move B's start back past A's grace (max TTL and skew): A is dropped,
-	// from the JWKS and for its last token.
+	// Move B's start back past A's grace (max TTL and skew): A signed
+	// until the rotation a moment ago, so it stays until that token has
+	// expired (a key past its grace is refused on a clock: approval's
+	// TestRotationKeepsOldTokensUntilTheyExpire).
 	keyFile(t, keys, "b.pem", "key-b", privB, time.Now().Add(-approval.DefaultMaxTTL-approval.DefaultSkew-time.Minute))
 	if err := r.srv.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if kids := jwksKids(t, r.srv.HTTPAddr()); strings.Join(kids, ",") != "key-b" {
-		t.Errorf("JWKS after A's grace lists %v, want only key-b", kids)
+	if kids := jwksKids(t, r.srv.HTTPAddr()); strings.Join(kids, ",") != "key-b,key-a" {
+		t.Errorf("JWKS after B's start moved back lists %v, want key-b and key-a, whose last token is still valid", kids)
 	}
-	wantReason(t, "a key past its grace", r.redeem(t, late.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_APPROVAL_INVALID)
+	wantReason(t, "the retired key's last token", r.redeem(t, late.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
 
 	// ListDecisions: allowed, redeemed (and the refusals), failed,
 	// redeemed again.
@@ -308,7 +313,7 @@ func TestRedeemOnceAcrossTwoReplicas(t *testing.T) {
 	b := startReplica(t, url, 1)
 	pub := newPublisher(t, url)
 
-	race := func(what, token string) {
+	race := func(what, token string) (receipt string) {
 		t.Helper()
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -327,6 +332,7 @@ func TestRedeemOnceAcrossTwoReplicas(t *testing.T) {
 			switch resp.GetReason() {
 			case yesguardv1.Reason_REASON_REDEEMED:
 				won++
+				receipt = resp.GetReceipt()
 			case yesguardv1.Reason_REASON_ALREADY_REDEEMED:
 			default:
 				t.Fatalf("%s: %s/%s %q", what, resp.GetOutcome(), resp.GetReason(), resp.GetMessage())
@@ -335,11 +341,12 @@ func TestRedeemOnceAcrossTwoReplicas(t *testing.T) {
 		if won != 1 {
 			t.Fatalf("%s: %d redeems succeeded, want exactly 1", what, won)
 		}
+		return receipt
 	}
 	for i := range 5 {
 		ok := allowed(t, a, pub, fmt.Sprint("two-", i))
-		race(fmt.Sprint("call ", i), ok.GetApproval())
-		if _, err := b.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: ok.GetApproval(), Failed: true}); err != nil {
+		receipt := race(fmt.Sprint("call ", i), ok.GetApproval())
+		if _, err := b.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: ok.GetApproval(), Receipt: receipt, Failed: true}); err != nil {
 			t.Fatal(err)
 		}
 		race(fmt.Sprint("call ", i, " after a failure"), ok.GetApproval())
@@ -372,7 +379,7 @@ func TestRedeemWithTheMemoryState(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	won := 0
+	won, receipt := 0, ""
 	start := make(chan struct{})
 	for range 32 {
 		wg.Go(func() {
@@ -383,6 +390,7 @@ func TestRedeemWithTheMemoryState(t *testing.T) {
 			switch got.GetReason() {
 			case yesguardv1.Reason_REASON_REDEEMED:
 				won++
+				receipt = got.GetReceipt()
 			case yesguardv1.Reason_REASON_ALREADY_REDEEMED:
 			default:
 				t.Errorf("%s/%s", got.GetOutcome(), got.GetReason())
@@ -394,7 +402,10 @@ func TestRedeemWithTheMemoryState(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("%d of 32 concurrent redeems succeeded, want exactly 1", won)
 	}
-	if _, err := r.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: resp.GetDecisionId(), Failed: true}); err != nil {
+	if _, err := r.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: resp.GetDecisionId(), Failed: true}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("the pipeline's Complete(failed) after a redeem: %v, want FailedPrecondition", err)
+	}
+	if _, err := r.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: resp.GetDecisionId(), Receipt: receipt, Failed: true}); err != nil {
 		t.Fatal(err)
 	}
 	wantReason(t, "a retry after a failure", r.redeem(t, resp.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
@@ -474,5 +485,118 @@ func TestApprovalKeyErrors(t *testing.T) {
 	}
 	if ks := ts.approvals.keys.Keys(); len(ks) != 1 || ks[0].ID != "key-a" || ks[0].State != approval.KeySigning {
 		t.Fatalf("after a failed reload the keys are %+v", ks)
+	}
+}
+
+// Once an approval is redeemed only its redeemer releases it: the
+// pipeline's Complete(failed), by decision id or with the approval it was
+// given, is refused (FailedPrecondition, counted, recorded), the
+// approval stays redeemed on every replica, and the reservation stays
+// held; the backend's own Complete(failed) with the Redeem's receipt
+// reopens it for one retry. Five rounds on two replicas sharing one NATS.
+func TestOnlyTheRedeemerReleasesAnApproval(t *testing.T) {
+	url := natstest.JetStream(t).ClientURL()
+	a := startReplica(t, url, 1)
+	b := startReplica(t, url, 1)
+	pub := newPublisher(t, url)
+	for i := range 5 {
+		ok := allowed(t, a, pub, fmt.Sprint("redeemer-", i))
+		token := ok.GetApproval()
+		first := b.redeem(t, token, appealArgs, appealTool, "")
+		wantReason(t, "the backend's redeem", first, yesguardv1.Reason_REASON_REDEEMED)
+		refusedBefore := labelled(t, a.reg, "yesguard_guard_completions_total", "result", "redeemed") +
+			labelled(t, b.reg, "yesguard_guard_completions_total", "result", "redeemed")
+
+		// The pipeline times out and reports a failure: refused.
+		_, err := a.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{DecisionId: ok.GetDecisionId(), Failed: true})
+		if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).Message(), "receipt") {
+			t.Fatalf("round %d: the pipeline's Complete(failed) after a redeem: %v, want FailedPrecondition naming the receipt", i, err)
+		}
+		_, err = b.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Failed: true})
+		if status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("round %d: Complete(failed) with the approval alone after a redeem: %v, want FailedPrecondition", i, err)
+		}
+		wantReason(t, "a redeem after the pipeline's failure", a.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
+		wantReason(t, "a redeem after the pipeline's failure, other replica", b.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
+		// The reservation is still held: the same Check is a duplicate.
+		if dup, err := a.check(t.Context(), fmt.Sprint("redeemer-", i), appealTool, appealArgs); err != nil || dup.GetOutcome() == yesguardv1.Outcome_OUTCOME_ALLOW {
+			t.Fatalf("round %d: a Check after the refused failure: %v %s/%s, want no new ALLOW", i, err, dup.GetOutcome(), dup.GetReason())
+		}
+		refused := labelled(t, a.reg, "yesguard_guard_completions_total", "result", "redeemed") +
+			labelled(t, b.reg, "yesguard_guard_completions_total", "result", "redeemed")
+		if refused != refusedBefore+2 {
+			t.Fatalf("round %d: completions_total{result=redeemed} went from %v to %v, want +2", i, refusedBefore, refused)
+		}
+		var rec *yesguardv1.Decision
+		for _, d := range a.sink.all() {
+			if d.GetKind() == yesguardv1.DecisionKind_DECISION_KIND_COMPLETE && d.GetOriginalDecisionId() == ok.GetDecisionId() {
+				rec = d
+			}
+		}
+		if rec == nil || rec.GetOutcome() != yesguardv1.Outcome_OUTCOME_REFUSE || rec.GetReason() != yesguardv1.Reason_REASON_ALREADY_REDEEMED || !strings.Contains(rec.GetMessage(), "receipt") {
+			t.Fatalf("round %d: the refused Complete's record: %v", i, rec)
+		}
+
+		// The backend, which redeemed, reports its failure with the
+		// receipt: one retry may redeem again, and only once.
+		if first.GetReceipt() == "" {
+			t.Fatalf("round %d: the REDEEMED answer carries no receipt", i)
+		}
+		if _, err := a.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Receipt: first.GetReceipt(), Failed: true}); err != nil {
+			t.Fatalf("round %d: the redeemer's Complete(failed): %v", i, err)
+		}
+		retry := b.redeem(t, token, appealArgs, appealTool, "")
+		wantReason(t, "the redeemer's retry", retry, yesguardv1.Reason_REASON_REDEEMED)
+		if retry.GetReceipt() == first.GetReceipt() {
+			t.Fatalf("round %d: the retry's receipt is the first redeem's", i)
+		}
+		// A late copy of the first failure (its receipt is spent) and the
+		// pipeline's failure are refused; the retry's own success closes it.
+		if _, err := b.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Receipt: first.GetReceipt(), Failed: true}); status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("round %d: a spent receipt's Complete(failed): %v, want FailedPrecondition", i, err)
+		}
+		if _, err := a.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Failed: true}); status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("round %d: the pipeline's Complete(failed) after the retry's redeem: %v, want FailedPrecondition", i, err)
+		}
+		wantReason(t, "a redeem during the retry", a.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
+		if _, err := b.gc.Complete(t.Context(), &yesguardv1.CompleteRequest{Approval: token, Receipt: retry.GetReceipt()}); err != nil {
+			t.Fatalf("round %d: the retry's success: %v", i, err)
+		}
+		wantReason(t, "a redeem after success", a.redeem(t, token, appealArgs, appealTool, ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
+	}
+}
+
+// A new key whose Signs-From is already past retires the key that signed
+// until the reload, not at that Signs-From: the old key stays in the JWKS
+// and its tokens redeem until they expire, and the guard warns.
+func TestAPastSignsFromKeepsTheOldKey(t *testing.T) {
+	keys := t.TempDir()
+	keyFile(t, keys, "a.pem", "key-a", newPrivate(t), time.Now().Add(-24*time.Hour))
+	cfg := testConfig(t)
+	cfg.ApprovalKeyDir = keys
+	core, logs := observer.New(zap.WarnLevel)
+	r := startReplicaCfg(t, cfg, WithLogger(zap.New(core)))
+	pub := newPublisher(t, r.srv.NATSURL())
+	signedByA := allowed(t, r, pub, "past-signs-from")
+
+	keyFile(t, keys, "b.pem", "key-b", newPrivate(t), time.Now().Add(-time.Hour))
+	reloaded := time.Now()
+	if err := r.srv.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if kids := jwksKids(t, r.srv.HTTPAddr()); strings.Join(kids, ",") != "key-b,key-a" {
+		t.Fatalf("JWKS after adding a key that signs from an hour ago lists %v, want key-b and key-a (its tokens are still valid)", kids)
+	}
+	for _, k := range r.srv.approvals.keys.Keys() {
+		if k.ID == "key-a" && (k.State != approval.KeyRetired || k.DropAt.Before(reloaded.Add(approval.DefaultMaxTTL))) {
+			t.Errorf("key-a after the reload: %s until %s, want retired until at least %s", k.State, k.DropAt, reloaded.Add(approval.DefaultMaxTTL))
+		}
+	}
+	if kid := kidOf(t, allowed(t, r, pub, "past-signs-from-2").GetApproval()); kid != "key-b" {
+		t.Errorf("after the reload the approval is signed by %q, want key-b", kid)
+	}
+	wantReason(t, "key-a's token after the reload", r.redeem(t, signedByA.GetApproval(), appealArgs, appealTool, ""), yesguardv1.Reason_REASON_REDEEMED)
+	if n := logs.FilterMessageSnippet("was retired by a key whose Signs-From was already past").FilterField(zap.String("key", "key-a")).Len(); n == 0 {
+		t.Errorf("no warning about key-a held past key-b's Signs-From; logged: %v", logs.All())
 	}
 }

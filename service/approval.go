@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/oklog/ulid/v2"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/dedupe"
@@ -98,12 +100,67 @@ func (s *Service) completeAuthority(req *yesguardv1.CompleteRequest) (string, *a
 	return c.DecisionID, c, nil
 }
 
+// completeRedeemed is the completions label of a Complete(failed) refused
+// because the approval is redeemed and the Complete lacks its receipt.
+const completeRedeemed = "redeemed"
+
+// redeemedHeld is what a refused release answers: who may release it,
+// and what to do instead.
+const redeemedHeld = "its approval is redeemed, so the system of record that redeemed it is executing the action or has done so. " +
+	"Only that redeemer may report a failure, with the receipt its Redeem answered; nothing was changed. " +
+	"Do not retry the action: wait for the system of record's result, or ask the caller again for a new action"
+
+// holdRedeemed refuses a Complete(failed) of a decision whose approval
+// is redeemed, unless receipt is that Redeem's: the refusal is
+// FailedPrecondition, counted and recorded, and neither the book nor the
+// ledger changes. It only reads: the ledger's Release checks the receipt
+// again atomically, so a redeem landing after this check still cannot be
+// reopened (closeApproval). A ledger that does not answer lets the
+// Complete go on: its release will fail closed.
+func (s *Service) holdRedeemed(ctx context.Context, id, receipt string, claims *approval.Claims) error {
+	a := s.cfg.Approvals
+	if a == nil {
+		return nil
+	}
+	r, err := a.Ledger.CheckRelease(ctx, id, receipt)
+	if !errors.Is(err, approval.ErrNotRedeemer) {
+		return nil
+	}
+	return s.refuseRelease(ctx, id, r, claims)
+}
+
+// refuseRelease records and answers a release the ledger refused for
+// want of the redeemer's receipt.
+func (s *Service) refuseRelease(ctx context.Context, id string, r approval.Redemption, claims *approval.Claims) error {
+	if claims != nil {
+		r.CallID, r.Tool, r.ArgsHash = claims.CallID, claims.Tool, claims.ArgsHash
+	}
+	s.record(ctx, &yesguardv1.Decision{
+		DecisionId:         ulid.Make().String(),
+		Time:               timestamppb.New(s.now()),
+		CallId:             r.CallID,
+		Tool:               r.Tool,
+		ArgsHash:           r.ArgsHash,
+		Outcome:            yesguardv1.Outcome_OUTCOME_REFUSE,
+		Reason:             yesguardv1.Reason_REASON_ALREADY_REDEEMED,
+		Message:            "the failure was refused: " + redeemedHeld,
+		OriginalDecisionId: id,
+		Kind:               yesguardv1.DecisionKind_DECISION_KIND_COMPLETE,
+		Replica:            s.cfg.Replica,
+		Evidence:           &yesguardv1.Evidence{Detail: "Complete(failed) without the receipt of the Redeem that holds the approval"},
+	})
+	s.m.completions.WithLabelValues(completeRedeemed).Inc()
+	s.CountError(codes.FailedPrecondition)
+	return status.Errorf(codes.FailedPrecondition, "decision_id %q: %s", id, redeemedHeld)
+}
+
 // completeInLedger reports, with its approval, the outcome of a decision
 // the book no longer holds (a failure released it, then a retry redeemed
 // the approval again): a success closes the approval for good, a failure
-// reopens it for the next retry, and a failure after a success is refused.
-// It returns the record's message, or a status error when nothing changed.
-func (s *Service) completeInLedger(ctx context.Context, id string, failed bool) (string, error) {
+// with the retry's receipt reopens it for the next retry, and a failure
+// after a success, or without that receipt, is refused. It returns the
+// record's message, or a status error when nothing changed.
+func (s *Service) completeInLedger(ctx context.Context, id string, failed bool, receipt string, claims *approval.Claims) (string, error) {
 	l := s.cfg.Approvals.Ledger
 	if !failed {
 		if err := l.Done(ctx, id); err != nil {
@@ -111,10 +168,12 @@ func (s *Service) completeInLedger(ctx context.Context, id string, failed bool) 
 		}
 		return "the action redeemed again after a failure completed: its approval is closed for good", nil
 	}
-	err := l.Release(ctx, id)
+	err := l.Release(ctx, id, receipt)
 	switch {
 	case err == nil:
 		return "the action redeemed again after a failure failed too: its approval may be redeemed again by a retry", nil
+	case errors.Is(err, approval.ErrNotRedeemer):
+		return "", s.refuseRelease(ctx, id, approval.Redemption{State: approval.LedgerRedeemed}, claims)
 	case errors.Is(err, approval.ErrCompleted):
 		return "", status.Errorf(codes.FailedPrecondition, "decision_id %q: its action was already reported done; a success is never undone", id)
 	default:
@@ -132,7 +191,7 @@ func (s *Service) refusedComplete(code codes.Code, msg string) error {
 // a success closes the decision's approval for good (never redeemed
 // again, even if it never was), a failure reopens it so that a retry may
 // redeem it. It returns what the record should add to its message.
-func (s *Service) closeApproval(ctx context.Context, decisionID string, failed bool) (string, error) {
+func (s *Service) closeApproval(ctx context.Context, decisionID string, failed bool, receipt string) (string, error) {
 	a := s.cfg.Approvals
 	if a == nil {
 		return "", nil
@@ -143,10 +202,14 @@ func (s *Service) closeApproval(ctx context.Context, decisionID string, failed b
 		}
 		return "", nil
 	}
-	err := a.Ledger.Release(ctx, decisionID)
+	err := a.Ledger.Release(ctx, decisionID, receipt)
 	switch {
 	case err == nil:
 		return "; its approval may be redeemed again by a retry", nil
+	case errors.Is(err, approval.ErrNotRedeemer):
+		// Redeemed since holdRedeemed read the ledger: the book let the
+		// reservation go, but the approval stays redeemed (its yes too).
+		return "; the failure of the approval was refused: " + redeemedHeld, err
 	case errors.Is(err, approval.ErrCompleted):
 		// Only a backend's own Ledger.Done on the shared bucket closes a
 		// decision the book had not completed: it stays closed.

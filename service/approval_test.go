@@ -425,10 +425,15 @@ func TestCompleteWithTheLedger(t *testing.T) {
 	a := newApprovalHarness(t, nil)
 	first := a.allow("c")
 	token := first.GetApproval()
-	wantRedeem(t, "the first redeem", a.redeem(token, appealArgs, "submit_appeal", ""), yesguardv1.Reason_REASON_REDEEMED)
+	r1 := a.redeem(token, appealArgs, "submit_appeal", "")
+	wantRedeem(t, "the first redeem", r1, yesguardv1.Reason_REASON_REDEEMED)
 
-	// The action failed: reported with the approval alone.
-	failed, err := a.svc.Complete(pipeline(t), &yesguardv1.CompleteRequest{Approval: token, Failed: true})
+	// The action failed: the approval alone, which the pipeline holds
+	// too, does not release it; the redeemer's receipt does.
+	if _, err := a.svc.Complete(pipeline(t), &yesguardv1.CompleteRequest{Approval: token, Failed: true}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("Complete(failed) with the approval alone: %v, want FailedPrecondition", err)
+	}
+	failed, err := a.svc.Complete(pipeline(t), &yesguardv1.CompleteRequest{Approval: token, Receipt: r1.GetReceipt(), Failed: true})
 	if err != nil {
 		t.Fatalf("Complete(failed) with the approval: %v", err)
 	}
@@ -436,12 +441,17 @@ func TestCompleteWithTheLedger(t *testing.T) {
 		!strings.Contains(d.GetMessage(), "redeemed again") {
 		t.Errorf("the failed Complete's record: %v", d)
 	}
-	wantRedeem(t, "a retry after the failure", a.redeem(token, appealArgs, "submit_appeal", ""), yesguardv1.Reason_REASON_REDEEMED)
+	r2 := a.redeem(token, appealArgs, "submit_appeal", "")
+	wantRedeem(t, "a retry after the failure", r2, yesguardv1.Reason_REASON_REDEEMED)
 	wantRedeem(t, "a second redeem of the retry", a.redeem(token, appealArgs, "submit_appeal", ""), yesguardv1.Reason_REASON_ALREADY_REDEEMED)
 
 	// The retry fails too: the book let the action go at the first
-	// failure, so the ledger alone records the retries' outcomes.
-	if _, err := a.svc.Complete(pipeline(t), &yesguardv1.CompleteRequest{Approval: token, Failed: true}); err != nil {
+	// failure, so the ledger alone records the retries' outcomes. A late
+	// copy of the first failure (its receipt is spent) changes nothing.
+	if _, err := a.svc.Complete(pipeline(t), &yesguardv1.CompleteRequest{Approval: token, Receipt: r1.GetReceipt(), Failed: true}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("a late copy of the first failure: %v, want FailedPrecondition", err)
+	}
+	if _, err := a.svc.Complete(pipeline(t), &yesguardv1.CompleteRequest{Approval: token, Receipt: r2.GetReceipt(), Failed: true}); err != nil {
 		t.Fatalf("the retry's failure: %v", err)
 	}
 	wantRedeem(t, "a third try", a.redeem(token, appealArgs, "submit_appeal", ""), yesguardv1.Reason_REASON_REDEEMED)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/auth"
+	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/guard"
 	"github.com/yesguard/yesguard/metrics"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
@@ -155,6 +156,14 @@ func (s *Service) redacted(d *yesguardv1.Decision) *yesguardv1.Decision {
 // the store. The caller may have gone: the store is given a context that
 // its cancellation does not end.
 func (s *Service) write(ctx context.Context, d *yesguardv1.Decision) {
+	// Every writer must be able to encode it, or the record would be lost
+	// in the log and the store alike.
+	d, fixed := decisions.Encodable(d)
+	if len(fixed) > 0 {
+		s.m.unencodable.Inc()
+		s.cfg.Logger.Error("a decision record held fields no writer can encode; they were replaced so that it is written",
+			zap.String("decision_id", d.GetDecisionId()), zap.Strings("fields", fixed))
+	}
 	if cw, ok := s.cfg.Sink.(CallerSink); ok {
 		// Who asked, per decision: the identity the interceptors found.
 		id, _ := auth.FromContext(ctx)

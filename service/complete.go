@@ -21,7 +21,11 @@ import (
 // Complete reports an allowed action's result to the book, so that its
 // duplicates get the result, brings its approval's ledger entry in step
 // (closeApproval), and writes a Complete record. An approval in the
-// request authorises it for that approval's decision only. Only the
+// request authorises it for that approval's decision only. A failure of
+// a redeemed approval is the redeemer's alone to report: without the
+// Redeem's receipt it is FailedPrecondition, counted and recorded, and
+// changes nothing (holdRedeemed), so the pipeline cannot reopen an
+// action the backend is executing or has executed. Only the
 // pipeline role may (auth), and of it only the identity whose Check got
 // the ALLOW (auth.Identity.Owner, kept in the reservation so that every
 // replica knows it) or whoever presents the ALLOW's approval: a failed
@@ -38,7 +42,7 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 	}
 	resultJSON := []byte(nil)
 	if req.GetResult() != nil {
-		b, err := approval.CanonicalArgs(req.GetResult())
+		b, err := approval.CanonicalResult(req.GetResult())
 		if err != nil {
 			return nil, s.invalid(fmt.Errorf("result: %w", err))
 		}
@@ -53,6 +57,11 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 		caller, _ := auth.FromContext(ctx)
 		owner = caller.Owner()
 	}
+	if req.GetFailed() {
+		if err := s.holdRedeemed(ctx, id, req.GetReceipt(), claims); err != nil {
+			return nil, err
+		}
+	}
 	key, err := s.cfg.Book.Complete(ctx, id, owner, req.GetResult(), req.GetFailed())
 	result := "ok"
 	if req.GetFailed() {
@@ -64,11 +73,11 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 		// redeemed its approval again: that retry's outcome is the
 		// ledger's alone.
 		key, ledgerOnly = dedupe.Key{CallID: claims.CallID, Tool: claims.Tool, ArgsHash: claims.ArgsHash}, true
-		note, err = s.completeInLedger(ctx, id, req.GetFailed())
+		note, err = s.completeInLedger(ctx, id, req.GetFailed(), req.GetReceipt(), claims)
 	}
 	switch {
 	case err == nil && !ledgerOnly:
-		note, ledgerErr = s.closeApproval(ctx, id, req.GetFailed())
+		note, ledgerErr = s.closeApproval(ctx, id, req.GetFailed(), req.GetReceipt())
 	case err == nil:
 	case ledgerOnly:
 		result = "unknown"
@@ -83,7 +92,7 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 		if !req.GetFailed() {
 			// A retry of a success whose approval was not closed (below)
 			// closes it now; Done is idempotent.
-			if _, cerr := s.closeApproval(ctx, id, false); cerr != nil {
+			if _, cerr := s.closeApproval(ctx, id, false, ""); cerr != nil {
 				s.cfg.Logger.Warn("a completed action's approval is still not closed", zap.String("decision_id", id), zap.Error(cerr))
 			}
 		}
@@ -91,6 +100,11 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 	default:
 		result = "unknown"
 		err = status.Errorf(codes.Unavailable, "complete %q: the shared decision state did not answer; retry: %v", id, err)
+	}
+	if errors.Is(ledgerErr, approval.ErrNotRedeemer) {
+		// Redeemed between holdRedeemed and the release: the book let
+		// the reservation go, the approval stays redeemed.
+		result = completeRedeemed
 	}
 	s.m.completions.WithLabelValues(result).Inc()
 	if err != nil {
@@ -118,6 +132,12 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 		d.Message = note
 	} else {
 		d.Message += note
+	}
+	if errors.Is(ledgerErr, approval.ErrNotRedeemer) {
+		d.Outcome, d.Reason = yesguardv1.Outcome_OUTCOME_REFUSE, yesguardv1.Reason_REASON_ALREADY_REDEEMED
+		s.record(ctx, d)
+		s.CountError(codes.FailedPrecondition)
+		return nil, status.Errorf(codes.FailedPrecondition, "decision_id %q: %s", id, redeemedHeld)
 	}
 	if ledgerErr != nil {
 		d.Message += "; its approval could not be closed (the redeem ledger did not answer) until the Complete is retried"

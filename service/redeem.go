@@ -26,8 +26,11 @@ const redeemTimeout = 5 * time.Second
 // against the action about to be executed (the tool and call when given,
 // the canonical arguments always), then claims the approval's decision
 // once in the ledger, and writes a Redeem record either way. Only
-// REDEEMED lets the action run; every other answer says why not and what
-// the backend should do. It needs the pipeline role.
+// REDEEMED lets the action run, and only its answer carries the receipt
+// that can release the approval again (Complete(failed) with it): the
+// pipeline holds the approval, never the receipt, so once redeemed it
+// cannot reopen what the backend is executing. Every other answer says
+// why not and what the backend should do. It needs the pipeline role.
 func (s *Service) Redeem(ctx context.Context, req *yesguardv1.RedeemRequest) (*yesguardv1.RedeemResponse, error) {
 	if err := auth.RequireRole(ctx, auth.RolePipeline); err != nil {
 		s.CountError(status.Code(err))
@@ -60,9 +63,10 @@ func (s *Service) Redeem(ctx context.Context, req *yesguardv1.RedeemRequest) (*y
 			return nil, cerr
 		}
 	}
+	receipt := ""
 	if err == nil {
 		lctx, cancel := context.WithTimeout(ctx, redeemTimeout)
-		err = a.Ledger.Redeem(lctx, claims)
+		receipt, err = a.Ledger.Redeem(lctx, claims)
 		cancel()
 	}
 	reason := redeemReason(err)
@@ -91,7 +95,8 @@ func (s *Service) Redeem(ctx context.Context, req *yesguardv1.RedeemRequest) (*y
 	}
 	d.Tool = tool
 	if err == nil {
-		d.Outcome = yesguardv1.Outcome_OUTCOME_ALLOW
+		// The receipt goes to the redeemer alone, never into a record.
+		d.Outcome, resp.Receipt = yesguardv1.Outcome_OUTCOME_ALLOW, receipt
 	} else {
 		d.Evidence.Detail = guard.Clip(err.Error(), maxDetail)
 	}
@@ -145,8 +150,8 @@ func (s *Service) redeemMessage(ctx context.Context, reason yesguardv1.Reason, e
 	}
 	switch reason {
 	case yesguardv1.Reason_REASON_REDEEMED:
-		return "Redeemed: execute " + action + " once, now. Then report how it went with Complete and this approval: " +
-			"failed lets a retry redeem it again; success closes it for good."
+		return "Redeemed: execute " + action + " once, now. Then report how it went with Complete, this approval and this answer's receipt: " +
+			"failed (with the receipt: nobody else can) lets a retry redeem it again; success closes it for good."
 	case yesguardv1.Reason_REASON_ALREADY_REDEEMED:
 		what := "was already redeemed, on this or another replica"
 		if errors.Is(err, approval.ErrYesRedeemed) {

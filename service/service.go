@@ -111,6 +111,7 @@ type serviceMetrics struct {
 	completions   *prometheus.CounterVec   // result
 	hits          *prometheus.CounterVec   // kind
 	redeems       *prometheus.CounterVec   // reason
+	unencodable   prometheus.Counter
 }
 
 // New builds a service over cfg.Engine.
@@ -122,14 +123,19 @@ func New(cfg Config) *Service {
 		cfg.Logger = zap.NewNop()
 	}
 	reg := cfg.Registerer
-	return &Service{cfg: cfg, m: serviceMetrics{
+	s := &Service{cfg: cfg, m: serviceMetrics{
 		decisions:     metrics.NewCounterVec(reg, metrics.Decisions),
 		checkDuration: metrics.NewHistogramVec(reg, metrics.CheckDuration),
 		errors:        metrics.NewCounterVec(reg, metrics.CheckErrors),
 		completions:   metrics.NewCounterVec(reg, metrics.Completions),
 		hits:          metrics.NewCounterVec(reg, metrics.DedupeHits),
 		redeems:       metrics.NewCounterVec(reg, metrics.Redeems),
+		unencodable:   metrics.NewCounter(reg, metrics.DecisionsUnencodable),
 	}}
+	// A refused failure is what an operator watches for: it is there
+	// at zero from the start.
+	s.m.completions.WithLabelValues(completeRedeemed)
+	return s
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now() }

@@ -3,6 +3,7 @@ package timeline
 import (
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -162,12 +163,22 @@ func sameOrigin(r *http.Request) bool {
 }
 
 // safeNext keeps a sign-in's destination on these pages: a path under
-// Path, never another site.
+// Path, never another site nor another page of the listener (/metrics).
+// The path is judged as a browser will resolve it: decoded ("%2e%2e" is
+// ".."), dot segments removed; a backslash, which browsers read as a
+// slash, is refused whole. The destination is the cleaned path and the
+// query; anything else is Path.
 func safeNext(next string) string {
-	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || strings.HasPrefix(next, "//") ||
-		(u.Path != Path && !strings.HasPrefix(u.Path, Path+"/")) {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsRune(next, '\\') {
 		return Path
 	}
-	return u.RequestURI()
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" {
+		return Path
+	}
+	clean := path.Clean(u.Path)
+	if clean != Path && !strings.HasPrefix(clean, Path+"/") {
+		return Path
+	}
+	return (&url.URL{Path: clean, RawQuery: u.RawQuery}).RequestURI()
 }

@@ -364,7 +364,8 @@ func TestProbeCommandFails(t *testing.T) {
 // TestCheckRedeemComplete is the life of an approval through the commands:
 // check prints it, redeem redeems it once (exit 0), refuses it again and
 // for other arguments (exit 1, with the reason), complete --approval
-// reports a failure with it alone, and a retry redeems again.
+// --failed is refused without the Redeem's receipt and reports the
+// failure with it, and a retry redeems again.
 func TestCheckRedeemComplete(t *testing.T) {
 	srv := startGuard(t, "")
 	vars := guardEnv(srv)
@@ -379,13 +380,18 @@ func TestCheckRedeemComplete(t *testing.T) {
 		t.Fatalf("check printed %q as the approval", token)
 	}
 
-	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7"}`, "--tool", "submit_appeal", "--call", call).
-		expect(t, exitOK, "REDEEMED redeemed  submit_appeal", "allowed   ", "call      "+call, "backend   Redeemed: execute submit_appeal once")
+	redeemed := runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7"}`, "--tool", "submit_appeal", "--call", call)
+	redeemed.expect(t, exitOK, "REDEEMED redeemed  submit_appeal", "allowed   ", "call      "+call, "receipt   ", "backend   Redeemed: execute submit_appeal once")
+	_, rest, _ = strings.Cut(redeemed.stdout, "receipt   ")
+	receipt := strings.Fields(rest)[0]
 	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7"}`).expect(t, exitError, "REFUSED already_redeemed", "Do not execute")
 	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-8"}`).expect(t, exitError, "REFUSED approval_mismatch")
 	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7","appeal_id":"A-8"}`).expect(t, exitUsage)
 
-	runCmd(t, vars, "complete", "--approval", token, "--failed").expect(t, exitOK, "reported failed")
+	if r := runCmd(t, vars, "complete", "--approval", token, "--failed"); r.code != exitError || !strings.Contains(r.stderr, "receipt") {
+		t.Fatalf("complete --failed without the receipt: exit %d, %s", r.code, r.stderr)
+	}
+	runCmd(t, vars, "complete", "--approval", token, "--receipt", receipt, "--failed").expect(t, exitOK, "reported failed")
 	r := runCmd(t, vars, "redeem", "--json", token, `{"appeal_id":"A-7"}`)
 	r.expect(t, exitOK)
 	var resp struct {

@@ -21,15 +21,17 @@ func runComplete(ctx context.Context, args []string, e *env) int {
 			"call gets that result, and its approval is never redeemed again. --failed releases the\n"+
 			"action instead: a retry is judged afresh, and its approval may be redeemed again.\n"+
 			"--approval (a backend that redeemed it) authorises the Complete for its own decision,\n"+
-			"whose id it then need not give.", e, true, false)
+			"whose id it then need not give. Once the approval is redeemed only --receipt (the\n"+
+			"Redeem's) releases it: without it --failed is refused and changes nothing.", e, true, false)
 	failed := fs.Bool("failed", false, "the tool failed: release the reservation")
 	approval := fs.String("approval", "", "the ALLOW's `approval`: authorises the Complete of its decision")
+	receipt := fs.String("receipt", "", "the `receipt` of the Redeem that redeemed the approval: only it releases a redeemed approval")
 	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
 	pos, err := c.parse(fs, args, e, 0, 2)
 	if err != nil {
 		return usageError(name, err, e)
 	}
-	req := &yesguardv1.CompleteRequest{Failed: *failed, Approval: strings.TrimSpace(*approval)}
+	req := &yesguardv1.CompleteRequest{Failed: *failed, Approval: strings.TrimSpace(*approval), Receipt: strings.TrimSpace(*receipt)}
 	if len(pos) > 0 && (req.Approval == "" || !strings.HasPrefix(strings.TrimSpace(pos[0]), "{")) {
 		req.DecisionId, pos = pos[0], pos[1:]
 	}

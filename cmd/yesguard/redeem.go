@@ -80,6 +80,7 @@ func runRedeem(ctx context.Context, args []string, e *env) int {
 	line("record", resp.GetDecisionId())
 	line("allowed", resp.GetAllowedDecisionId())
 	line("call", resp.GetCallId())
+	line("receipt", resp.GetReceipt())
 	if t := resp.GetExpiresAt(); t != nil {
 		line("expires", t.AsTime().Local().Format(time.RFC3339))
 	}

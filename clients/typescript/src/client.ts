@@ -131,6 +131,12 @@ export interface CompleteInput extends CallOptions {
   failed?: boolean;
   /** The ALLOW's approval, when a system of record reports the result. */
   approval?: string;
+  /**
+   * The receipt of the Redeem that redeemed the approval (RedeemResult.receipt).
+   * Once an approval is redeemed, only a failure that carries it releases
+   * the approval; without it the guard refuses the failure (FAILED_PRECONDITION).
+   */
+  receipt?: string;
 }
 
 export interface RedeemInput extends CallOptions {
@@ -289,13 +295,14 @@ export class GuardClient {
    * when the guard keeps none).
    */
   async complete(input: CompleteInput): Promise<{ decisionId: string }> {
-    checkKeys(input, { ...call, decisionId: "string", result: "any", failed: "boolean", approval: "string" }, "complete");
+    checkKeys(input, { ...call, decisionId: "string", result: "any", failed: "boolean", approval: "string", receipt: "string" }, "complete");
     const r = await this.guard.complete(
       {
         decisionId: requireString(input.decisionId, "complete.decisionId"),
         result: input.result === undefined ? undefined : jsonObject(input.result, "result"),
         failed: input.failed ?? false,
         approval: input.approval ?? "",
+        receipt: input.receipt ?? "",
       },
       { timeoutMs: input.timeoutMs ?? this.timeouts.complete, signal: input.signal },
     );
@@ -331,6 +338,7 @@ export class GuardClient {
       tool: nonEmpty(r.tool),
       argsHash: nonEmpty(r.argsHash),
       expiresAt: timestampToDate(r.expiresAt),
+      receipt: nonEmpty(r.receipt),
     };
   }
 

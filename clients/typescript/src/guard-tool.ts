@@ -9,7 +9,10 @@
 //   ran, its result is returned even if Complete fails.
 // - A tool that throws is reported with Complete failed (the guard then
 //   judges a retry afresh), and the error is rethrown: throw only when the
-//   action did not happen.
+//   action did not happen. When the tool's backend redeemed the approval,
+//   the guard refuses that failure (FAILED_PRECONDITION, given to
+//   onCompleteError): only the backend, with its Redeem's receipt, may
+//   reopen an action it may have executed.
 // - DUPLICATE never runs the tool: it returns the original's result, or,
 //   while the original runs or when its result is unknown, the guard's
 //   message telling the model not to report the action done.

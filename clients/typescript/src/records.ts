@@ -131,6 +131,11 @@ export interface RedeemResult {
   tool?: string;
   argsHash?: string;
   expiresAt?: Date;
+  /**
+   * "redeemed": the redeemer's secret. Only complete({ failed: true, receipt })
+   * releases the approval for a retry; keep it with the action.
+   */
+  receipt?: string;
 }
 
 /** One decision record: a Check, a Redeem or a Complete. */

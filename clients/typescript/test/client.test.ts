@@ -172,9 +172,19 @@ describe("GuardClient", () => {
     assert.equal(second.reason, "already_redeemed");
     assert.ok(second.message.length > 0);
 
-    // The action failed: reported with the approval, a retry redeems again;
-    // once it succeeds, never again.
-    await guard.complete({ decisionId: d.decisionId, approval: d.approval, failed: true });
+    // The action failed: the approval alone (the pipeline holds it too)
+    // does not release it; the redeemer's receipt does, and a retry
+    // redeems again; once it succeeds, never again.
+    assert.ok(first.receipt, "a REDEEMED answer carries its receipt");
+    assert.equal(second.receipt, undefined);
+    await assert.rejects(guard.complete({ decisionId: d.decisionId, approval: d.approval, failed: true }), (err: unknown) => {
+      assert.ok(err instanceof ConnectError, String(err));
+      assert.equal(err.code, Code.FailedPrecondition);
+      assert.match(err.message, /receipt/);
+      return true;
+    });
+    assert.equal((await guard.redeem({ approval: d.approval, args, tool: TOOL })).reason, "already_redeemed");
+    await guard.complete({ decisionId: d.decisionId, approval: d.approval, receipt: first.receipt, failed: true });
     assert.equal((await guard.redeem({ approval: d.approval, args, tool: TOOL })).reason, "redeemed");
     await guard.complete({ decisionId: d.decisionId, approval: d.approval, result: { status: "submitted" } });
     assert.equal((await guard.redeem({ approval: d.approval, args, tool: TOOL })).reason, "already_redeemed");
@@ -198,7 +208,7 @@ describe("GuardClient", () => {
 
     const page = await guard.listDecisions({ callId: call });
     const life = page.decisions.filter((r) => r.decisionId === d.decisionId || r.originalDecisionId === d.decisionId).map((r) => `${r.kind} ${r.reason}`);
-    assert.deepEqual(life, ["check confirmed", "redeem redeemed", "redeem already_redeemed", "complete failed", "redeem redeemed", "complete completed", "redeem already_redeemed"]);
+    assert.deepEqual(life, ["check confirmed", "redeem redeemed", "redeem already_redeemed", "complete already_redeemed", "redeem already_redeemed", "complete failed", "redeem redeemed", "complete completed", "redeem already_redeemed"]);
   });
 
   test("InvalidArgument names the field", async () => {

@@ -604,7 +604,13 @@ type CompleteRequest struct {
 	// Optional: the ALLOW's approval. It authorises the Complete for its own
 	// decision, so the system of record that redeemed it may report the
 	// result.
-	Approval      string `protobuf:"bytes,4,opt,name=approval,proto3" json:"approval,omitempty"`
+	Approval string `protobuf:"bytes,4,opt,name=approval,proto3" json:"approval,omitempty"`
+	// The receipt of the Redeem that redeemed the approval
+	// (RedeemResponse.receipt). Once an approval is redeemed, only a
+	// Complete(failed) with that Redeem's receipt releases it: without it
+	// (the pipeline holds the approval, never the receipt) the failure is
+	// FAILED_PRECONDITION and nothing changes.
+	Receipt       string `protobuf:"bytes,5,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -663,6 +669,13 @@ func (x *CompleteRequest) GetFailed() bool {
 func (x *CompleteRequest) GetApproval() string {
 	if x != nil {
 		return x.Approval
+	}
+	return ""
+}
+
+func (x *CompleteRequest) GetReceipt() string {
+	if x != nil {
+		return x.Receipt
 	}
 	return ""
 }
@@ -805,8 +818,13 @@ type RedeemResponse struct {
 	Tool              string                 `protobuf:"bytes,7,opt,name=tool,proto3" json:"tool,omitempty"`
 	ArgsHash          string                 `protobuf:"bytes,8,opt,name=args_hash,json=argsHash,proto3" json:"args_hash,omitempty"`
 	ExpiresAt         *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// REASON_REDEEMED: the redeemer's secret. Only a Complete(failed) that
+	// carries it (CompleteRequest.receipt) releases the approval for a
+	// retry; keep it with the action, give it to nobody (the guard keeps
+	// only its hash).
+	Receipt       string `protobuf:"bytes,10,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RedeemResponse) Reset() {
@@ -900,6 +918,13 @@ func (x *RedeemResponse) GetExpiresAt() *timestamppb.Timestamp {
 		return x.ExpiresAt
 	}
 	return nil
+}
+
+func (x *RedeemResponse) GetReceipt() string {
+	if x != nil {
+		return x.Receipt
+	}
+	return ""
 }
 
 type ListDecisionsRequest struct {
@@ -1740,13 +1765,14 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\vanswer_text\x18\f \x01(\tR\n" +
 	"answerText\x12\x16\n" +
 	"\x06detail\x18\r \x01(\tR\x06detail\x12)\n" +
-	"\x10original_running\x18\x0e \x01(\bR\x0foriginalRunning\"\x97\x01\n" +
+	"\x10original_running\x18\x0e \x01(\bR\x0foriginalRunning\"\xb1\x01\n" +
 	"\x0fCompleteRequest\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12/\n" +
 	"\x06result\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x06result\x12\x16\n" +
 	"\x06failed\x18\x03 \x01(\bR\x06failed\x12\x1a\n" +
-	"\bapproval\x18\x04 \x01(\tR\bapproval\"3\n" +
+	"\bapproval\x18\x04 \x01(\tR\bapproval\x12\x18\n" +
+	"\areceipt\x18\x05 \x01(\tR\areceipt\"3\n" +
 	"\x10CompleteResponse\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\"\x85\x01\n" +
@@ -1754,7 +1780,7 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\bapproval\x18\x01 \x01(\tR\bapproval\x12+\n" +
 	"\x04args\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x04args\x12\x12\n" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x17\n" +
-	"\acall_id\x18\x04 \x01(\tR\x06callId\"\xdd\x02\n" +
+	"\acall_id\x18\x04 \x01(\tR\x06callId\"\xf7\x02\n" +
 	"\x0eRedeemResponse\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12.\n" +
@@ -1766,7 +1792,9 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\x04tool\x18\a \x01(\tR\x04tool\x12\x1b\n" +
 	"\targs_hash\x18\b \x01(\tR\bargsHash\x129\n" +
 	"\n" +
-	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x9a\x01\n" +
+	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
+	"\areceipt\x18\n" +
+	" \x01(\tR\areceipt\"\x9a\x01\n" +
 	"\x14ListDecisionsRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
