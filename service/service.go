@@ -38,6 +38,7 @@
 package service
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,6 +95,10 @@ type Config struct {
 	Redact func(*yesguardv1.Decision) *yesguardv1.Decision
 	// RedactTurns does the same for ListDecisions' transcript.
 	RedactTurns func([]*yesguardv1.Turn) []*yesguardv1.Turn
+	// Events reads a call's transcript events for ListDecisions'
+	// include_events, redacted as its transcript is; nil (no transcript
+	// stream) answers FailedPrecondition.
+	Events func(ctx context.Context, callID string) ([]*yesguardv1.ReceivedEvent, error)
 }
 
 // Service implements yesguardv1.GuardServer.
