@@ -50,5 +50,4 @@ cd examples/livekit
 npm ci --no-audit --no-fund
 rm -rf build
 npx tsc --noEmit -p tsconfig.json
-npx tsc -p tsconfig.json
-node --test --test-concurrency=1 --test-reporter=spec build/test/*.test.js
+npm test
