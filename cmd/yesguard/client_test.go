@@ -382,7 +382,10 @@ func TestCheckRedeemComplete(t *testing.T) {
 	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7"}`, "--tool", "submit_appeal", "--call", call).
 		expect(t, exitOK, "REDEEMED redeemed  submit_appeal", "allowed   ", "call      "+call, "backend   Redeemed: execute submit_appeal once")
 	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7"}`).expect(t, exitError, "REFUSED already_redeemed", "Do not execute")
-	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-8"}`).expect(t, exitError, "REFUSED approval_mismatch")
+	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-8"}`).expect(t, exitError, "REFUSED approval_mismatch", "why       the arguments given differ from the approved ones")
+	// Without arguments, the answer says they are missing, not only that
+	// two hashes differ.
+	runCmd(t, vars, "redeem", token).expect(t, exitError, "REFUSED approval_mismatch", "why       no arguments were given", `'{"appeal_id":"A-17"}'`)
 	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7","appeal_id":"A-8"}`).expect(t, exitUsage)
 
 	runCmd(t, vars, "complete", "--approval", token, "--failed").expect(t, exitOK, "reported failed")
@@ -399,6 +402,6 @@ func TestCheckRedeemComplete(t *testing.T) {
 	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7"}`).expect(t, exitError, "REFUSED already_redeemed", "already reported done")
 
 	runCmd(t, vars, "decisions", call).expect(t, exitOK,
-		"5 redeems", "approval  signed by key ", "REDEEMED redeemed  submit_appeal", "REDEEM REFUSED approval_mismatch", "of        "+resp.AllowedDecisionID)
+		"6 redeems", "approval  signed by key ", "REDEEMED redeemed  submit_appeal", "REDEEM REFUSED approval_mismatch", "of        "+resp.AllowedDecisionID)
 	runCmd(t, vars, "complete").expect(t, exitUsage)
 }
