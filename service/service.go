@@ -34,7 +34,10 @@
 //     Redeem, and Complete (its decision's call, through the owner or the
 //     approval's call id).
 //   - Metric labels are bounded: a tool the policy does not list is
-//     labelled "other".
+//     labelled by its name for the first 32 such tools, then "other".
+//   - The known label sets of the error, completion and redeem counters
+//     are exported at zero from the start, so a dashboard's query of them
+//     matches before the first one happens.
 package service
 
 import (
@@ -105,8 +108,9 @@ type Config struct {
 type Service struct {
 	yesguardv1.UnimplementedGuardServer
 
-	cfg Config
-	m   serviceMetrics
+	cfg   Config
+	m     serviceMetrics
+	tools toolLabels
 }
 
 type serviceMetrics struct {
@@ -127,7 +131,7 @@ func New(cfg Config) *Service {
 		cfg.Logger = zap.NewNop()
 	}
 	reg := cfg.Registerer
-	return &Service{cfg: cfg, m: serviceMetrics{
+	s := &Service{cfg: cfg, m: serviceMetrics{
 		decisions:     metrics.NewCounterVec(reg, metrics.Decisions),
 		checkDuration: metrics.NewHistogramVec(reg, metrics.CheckDuration),
 		errors:        metrics.NewCounterVec(reg, metrics.CheckErrors),
@@ -135,6 +139,31 @@ func New(cfg Config) *Service {
 		hits:          metrics.NewCounterVec(reg, metrics.DedupeHits),
 		redeems:       metrics.NewCounterVec(reg, metrics.Redeems),
 	}}
+	for _, c := range errorCodes {
+		s.m.errors.WithLabelValues(c.String())
+	}
+	for _, r := range []string{"ok", "failed", "unknown", "refused"} {
+		s.m.completions.WithLabelValues(r)
+	}
+	for _, r := range redeemReasons {
+		s.m.redeems.WithLabelValues(reasonLabel(r))
+	}
+	for _, k := range []string{metrics.HitDuplicate, metrics.HitEvidence, metrics.HitQuantity} {
+		s.m.hits.WithLabelValues(k)
+	}
+	return s
+}
+
+// errorCodes are the codes the service answers errors with.
+var errorCodes = []codes.Code{
+	codes.InvalidArgument, codes.PermissionDenied, codes.NotFound, codes.FailedPrecondition,
+	codes.ResourceExhausted, codes.Unavailable, codes.Internal,
+}
+
+// redeemReasons are the reasons a Redeem answers with (redeemReason).
+var redeemReasons = []yesguardv1.Reason{
+	yesguardv1.Reason_REASON_REDEEMED, yesguardv1.Reason_REASON_ALREADY_REDEEMED, yesguardv1.Reason_REASON_APPROVAL_EXPIRED,
+	yesguardv1.Reason_REASON_APPROVAL_MISMATCH, yesguardv1.Reason_REASON_APPROVAL_INVALID, yesguardv1.Reason_REASON_INTERNAL,
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now() }
