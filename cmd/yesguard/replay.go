@@ -138,35 +138,46 @@ func readFromStreams(ctx context.Context, c *clientFlags, s replay.Streams, call
 }
 
 // readFromGuard reads one call over gRPC: every page of its records, and
-// its transcript events with the first page.
+// its transcript events.
 func readFromGuard(ctx context.Context, c *clientFlags, callID string) (*replay.Call, error) {
 	guard, cc, err := c.dialGuard()
 	if err != nil {
 		return nil, err
 	}
 	defer cc.Close()
+	records, events, err := listCall(ctx, guard, callID, true)
+	if err != nil {
+		if code := status.Code(err); code == codes.PermissionDenied || code == codes.Unauthenticated {
+			return nil, fmt.Errorf("read %s from the guard at %s: %w (replay reads with the auditor role: give an auditor's token in YESGUARD_TOKEN)", callID, dialTarget(c.grpcAddr), err)
+		}
+		return nil, fmt.Errorf("read %s from the guard at %s: %w", callID, dialTarget(c.grpcAddr), err)
+	}
+	return replay.FromGuard(callID, records, events)
+}
+
+// listCall reads every page of a call's records with ListDecisions and,
+// when events is set, its transcript events, which come with the first
+// page.
+func listCall(ctx context.Context, guard yesguardv1.GuardClient, callID string, events bool) ([]*yesguardv1.Decision, []*yesguardv1.ReceivedEvent, error) {
 	var (
 		records []*yesguardv1.Decision
-		events  []*yesguardv1.ReceivedEvent
+		evs     []*yesguardv1.ReceivedEvent
 		token   string
 	)
 	for {
-		resp, err := guard.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: callID, PageToken: token, IncludeEvents: token == ""})
+		first := token == ""
+		resp, err := guard.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: callID, PageToken: token, IncludeEvents: events && first})
 		if err != nil {
-			if code := status.Code(err); code == codes.PermissionDenied || code == codes.Unauthenticated {
-				return nil, fmt.Errorf("read %s from the guard at %s: %w (replay reads with the auditor role: give an auditor's token in YESGUARD_TOKEN)", callID, dialTarget(c.grpcAddr), err)
-			}
-			return nil, fmt.Errorf("read %s from the guard at %s: %w", callID, dialTarget(c.grpcAddr), err)
+			return nil, nil, err
 		}
 		records = append(records, resp.GetDecisions()...)
-		if token == "" {
-			events = resp.GetEvents()
+		if first {
+			evs = resp.GetEvents()
 		}
 		if token = resp.GetNextPageToken(); token == "" {
-			break
+			return records, evs, nil
 		}
 	}
-	return replay.FromGuard(callID, records, events)
 }
 
 // recorder writes a probe run as a recording: each event as the probe
@@ -200,19 +211,13 @@ func (r *recorder) finish(ctx context.Context, guard yesguardv1.GuardClient, res
 		if res.CallID == "" {
 			continue
 		}
-		token := ""
-		for {
-			resp, err := guard.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: res.CallID, PageToken: token})
-			if err != nil {
-				_ = r.f.Close()
-				return fmt.Errorf("list decisions of %s: %w", res.CallID, err)
-			}
-			for _, d := range resp.GetDecisions() {
-				r.w.Decision(d)
-			}
-			if token = resp.GetNextPageToken(); token == "" {
-				break
-			}
+		records, _, err := listCall(ctx, guard, res.CallID, false)
+		if err != nil {
+			_ = r.f.Close()
+			return fmt.Errorf("list decisions of %s: %w", res.CallID, err)
+		}
+		for _, d := range records {
+			r.w.Decision(d)
 		}
 	}
 	if err := r.w.Err(); err != nil {
