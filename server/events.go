@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yesguard/yesguard/internal/streamread"
@@ -14,13 +15,15 @@ import (
 	"github.com/yesguard/yesguard/transcript"
 )
 
-// maxCallEvents bounds ListDecisions' include_events: one answer stays well
-// under gRPC's 4 MB default message size.
-const maxCallEvents = 10000
+// maxCallEventBytes bounds ListDecisions' include_events (their encoded
+// size): with a page of records beside them, one answer stays under
+// gRPC's 4 MB default message size. A long call of interim results fits
+// in it many times over.
+const maxCallEventBytes = 1 << 20
 
-// errTooManyEvents ends a read of more than maxCallEvents events.
+// errTooManyEvents ends a read of more than maxCallEventBytes of events.
 var errTooManyEvents = status.Errorf(codes.ResourceExhausted,
-	"include_events: the call has more than %d transcript events, more than one answer carries; read them from the transcript stream (yesguard replay --from-streams)", maxCallEvents)
+	"include_events: the call's transcript events take more than %d bytes, more than one answer carries; read them from the transcript stream (yesguard replay --from-streams)", maxCallEventBytes)
 
 // callEvents reads one call's events from the transcript stream, each as
 // the ingester decodes it (an event it would drop is left out), with the
@@ -39,15 +42,17 @@ func (s *Server) callEvents(ctx context.Context, callID string) ([]*yesguardv1.R
 	prefix := s.cfg.SubjectPrefix
 	limits := s.cfg.Limits
 	var out []*yesguardv1.ReceivedEvent
+	size := 0
 	err = streamread.Each(ctx, js, TranscriptStreamName(prefix), []string{prefix + "." + callID}, func(m jetstream.Msg, at time.Time) error {
 		ev, err := transcript.Decode(prefix, m.Subject(), m.Data(), limits)
 		if err != nil {
 			return nil
 		}
-		if len(out) == maxCallEvents {
+		re := &yesguardv1.ReceivedEvent{Event: eventProto(ev), ReceivedAt: timestamppb.New(at)}
+		if size += proto.Size(re); size > maxCallEventBytes {
 			return errTooManyEvents
 		}
-		out = append(out, &yesguardv1.ReceivedEvent{Event: eventProto(ev), ReceivedAt: timestamppb.New(at)})
+		out = append(out, re)
 		return nil
 	})
 	if err != nil {

@@ -57,6 +57,22 @@ func TestListDecisionsIncludeEvents(t *testing.T) {
 		t.Errorf("the caller's digits unredacted: %q", text)
 	}
 
+	// More than one answer carries: refused, saying where to read them.
+	long := strings.Repeat("word ", maxCallEventBytes/(300*5)+1)
+	for i := range 300 {
+		ev := transcript.Event{CallID: "ev-big", Seq: uint64(i + 1), Speaker: transcript.Caller, Type: transcript.TypeTranscript, Final: false, Text: long}
+		if err := probe.Publish(pub, DefaultSubjectPrefix, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventuallyFor(t, "the long call refused", func() bool {
+		_, err = client.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: "ev-big", IncludeEvents: true})
+		return status.Code(err) == codes.ResourceExhausted
+	})
+	if !strings.Contains(err.Error(), "--from-streams") {
+		t.Errorf("the long call's refusal does not say where to read it: %v", err)
+	}
+
 	mem, _, _ := startConfigured(t, func(c *Config) { c.State = StateMemory })
 	_, err = yesguardv1.NewGuardClient(plainClient(t, mem.GRPCAddr())).ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: "ev-1", IncludeEvents: true})
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no transcript stream") {

@@ -913,8 +913,9 @@ type ListDecisionsRequest struct {
 	IncludeTranscript bool `protobuf:"varint,4,opt,name=include_transcript,json=includeTranscript,proto3" json:"include_transcript,omitempty"`
 	// Optional: also return the call's transcript events as the transcript
 	// stream keeps them (`yesguard replay --call` re-judges the records on
-	// them). Answered with the first page only (no page_token); a guard
-	// without the stream (state memory) answers FailedPrecondition.
+	// them). Answered with the first page only (no page_token), up to 1 MiB
+	// of them (past it, ResourceExhausted); a guard without the stream
+	// (state memory) answers FailedPrecondition.
 	IncludeEvents bool `protobuf:"varint,5,opt,name=include_events,json=includeEvents,proto3" json:"include_events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

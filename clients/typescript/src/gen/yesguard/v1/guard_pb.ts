@@ -411,8 +411,9 @@ export type ListDecisionsRequest = Message<"yesguard.v1.ListDecisionsRequest"> &
   /**
    * Optional: also return the call's transcript events as the transcript
    * stream keeps them (`yesguard replay --call` re-judges the records on
-   * them). Answered with the first page only (no page_token); a guard
-   * without the stream (state memory) answers FailedPrecondition.
+   * them). Answered with the first page only (no page_token), up to 1 MiB
+   * of them (past it, ResourceExhausted); a guard without the stream
+   * (state memory) answers FailedPrecondition.
    *
    * @generated from field: bool include_events = 5;
    */
