@@ -324,8 +324,8 @@ func (a *Authorizer) Authorize(ctx context.Context, method string) (Identity, er
 	id.TokenName, id.Roles, id.Calls = tok.Name, tok.Roles, tok.Calls
 	if access.kind == accessRole && !tok.Has(access.role) {
 		return id, a.refuse(ctx, method, id, codes.PermissionDenied,
-			fmt.Sprintf("token %q has roles [%s]; %s needs the %s role: call it with a %s token",
-				tok.Name, joinRoles(tok.Roles, ","), method, access.role, access.role))
+			fmt.Sprintf("token %q has roles [%s]; %s needs the %s role: call it with a token that has it",
+				tok.Name, joinRoles(tok.Roles, ","), method, access.role))
 	}
 	return id, nil
 }

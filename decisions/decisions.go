@@ -8,8 +8,9 @@
 //     the gRPC answer share it.
 //   - List returns a call's records oldest first, in pages of at most
 //     MaxPageSize; a page token names where the next page starts.
-//   - Recent returns each call's newest record, the calls whose newest
-//     record is newest first, at most MaxRecent of them.
+//   - Recent returns each call's Headline record (its newest ALLOW or
+//     REFUSE, else its newest record), the calls whose newest record is
+//     newest first, at most MaxRecent of them.
 //   - What a Memory holds is bounded: records per call, bytes in all, and
 //     a call is forgotten a while after its last record.
 //   - The per-call bound never makes room for repeats with the records that
@@ -51,7 +52,7 @@ type Store interface {
 	// records, oldest first, starting where pageToken says ("" for the
 	// first page), and the token of the next page ("" when none follows).
 	List(ctx context.Context, callID string, pageSize int, pageToken string) ([]*yesguardv1.Decision, string, error)
-	// Recent returns the newest record of each of up to limit calls (at
+	// Recent returns the Headline record of each of up to limit calls (at
 	// most MaxRecent; <= 0 means MaxRecent), the call whose newest record
 	// is newest first: the list of recent calls the timeline page shows.
 	Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision, error)

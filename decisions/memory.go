@@ -212,27 +212,33 @@ func (s *Memory) List(_ context.Context, callID string, size int, token string) 
 // time, so a Check recording meanwhile waits for one shard's scan at most.
 func (s *Memory) Recent(_ context.Context, limit int) ([]*yesguardv1.Decision, error) {
 	limit = recentLimit(limit)
-	var out []*yesguardv1.Decision
+	type recent struct{ newest, headline *yesguardv1.Decision }
+	var calls []recent
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for _, c := range sh.calls {
 			if n := len(c.list); n > 0 {
-				out = append(out, c.list[n-1])
+				var h *yesguardv1.Decision
+				for _, d := range c.list {
+					h = Headline(h, d)
+				}
+				calls = append(calls, recent{c.list[n-1], h})
 			}
 		}
 		sh.mu.Unlock()
 	}
-	slices.SortFunc(out, func(a, b *yesguardv1.Decision) int {
+	slices.SortFunc(calls, func(a, b recent) int {
 		// Newest first; records of one instant by decision id, newest
 		// first too (ULIDs sort by time).
-		if c := b.GetTime().AsTime().Compare(a.GetTime().AsTime()); c != 0 {
+		if c := b.newest.GetTime().AsTime().Compare(a.newest.GetTime().AsTime()); c != 0 {
 			return c
 		}
-		return strings.Compare(b.GetDecisionId(), a.GetDecisionId())
+		return strings.Compare(b.newest.GetDecisionId(), a.newest.GetDecisionId())
 	})
-	if len(out) > limit {
-		out = out[:limit]
+	out := make([]*yesguardv1.Decision, 0, min(limit, len(calls)))
+	for _, c := range calls[:min(limit, len(calls))] {
+		out = append(out, c.headline)
 	}
 	return out, nil
 }

@@ -282,7 +282,7 @@ const (
 	recentScan  = 20000
 )
 
-// Recent returns the newest record of each of up to limit calls (at most
+// Recent returns the Headline record of each of up to limit calls (at most
 // 500; <= 0 means 500), the call whose newest record is newest first: the
 // list of recent calls a timeline page shows. It reads the tail of the
 // stream, its last 20000 records, so a call quiet for longer than that
@@ -315,6 +315,7 @@ func (s *Stream) Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision,
 	}
 	defer func() { _ = s.js.DeleteConsumer(context.WithoutCancel(ctx), s.stream, cons.CachedInfo().Name) }()
 	newest := map[string]*yesguardv1.Decision{}
+	headline := map[string]*yesguardv1.Decision{}
 	for left := cons.CachedInfo().NumPending; left > 0; {
 		batch, err := cons.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(listWait))
 		if err != nil {
@@ -326,6 +327,7 @@ func (s *Stream) Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision,
 			d := new(yesguardv1.Decision)
 			if protojson.Unmarshal(msg.Data(), d) == nil {
 				newest[d.GetCallId()] = d // later in the stream wins
+				headline[d.GetCallId()] = Headline(headline[d.GetCallId()], d)
 			}
 		}
 		if n == 0 {
@@ -340,5 +342,9 @@ func (s *Stream) Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision,
 	slices.SortFunc(out, func(a, b *yesguardv1.Decision) int {
 		return b.GetTime().AsTime().Compare(a.GetTime().AsTime())
 	})
-	return out[:min(limit, len(out))], nil
+	out = out[:min(limit, len(out))]
+	for i, d := range out {
+		out[i] = headline[d.GetCallId()]
+	}
+	return out, nil
 }

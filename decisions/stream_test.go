@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/yesguard/yesguard/internal/natstest"
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
 
 // TestStreamStore: records stored by two replicas are listed by either,
@@ -77,4 +78,45 @@ func testStream(t *testing.T, url string) *Stream {
 	s := NewStream(js, "YG_DECISIONS", DefaultSubjectPrefix)
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s
+}
+
+// Both stores' Recent show a call by its headline: the ALLOW, not the
+// duplicate and Complete after it; a call of repeats alone by its newest.
+func TestRecentShowsTheHeadline(t *testing.T) {
+	ns := natstest.JetStream(t)
+	ctx := t.Context()
+	stream := testStream(t, ns.ClientURL())
+	of := func(call string, at time.Duration, kind yesguardv1.DecisionKind, o yesguardv1.Outcome) *yesguardv1.Decision {
+		d := record(call, at, 10)
+		d.Kind, d.Outcome = kind, o
+		return d
+	}
+	check, complete := yesguardv1.DecisionKind_DECISION_KIND_CHECK, yesguardv1.DecisionKind_DECISION_KIND_COMPLETE
+	allow := of("h1", 0, check, yesguardv1.Outcome_OUTCOME_ALLOW)
+	onlyRepeat := of("h2", 4*time.Millisecond, check, yesguardv1.Outcome_OUTCOME_DUPLICATE)
+	recs := []*yesguardv1.Decision{
+		of("h1", -time.Millisecond, check, yesguardv1.Outcome_OUTCOME_REFUSE),
+		allow,
+		of("h1", time.Millisecond, check, yesguardv1.Outcome_OUTCOME_DUPLICATE),
+		of("h1", 2*time.Millisecond, complete, yesguardv1.Outcome_OUTCOME_UNSPECIFIED),
+		onlyRepeat,
+	}
+	for name, s := range map[string]Store{"memory": NewMemory(MemoryLimits{}), "stream": stream} {
+		t.Run(name, func(t *testing.T) {
+			for _, d := range recs {
+				if err := s.Add(ctx, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := s.Recent(ctx, 0)
+			if err != nil || len(got) != 2 {
+				t.Fatalf("Recent = %v, %v", got, err)
+			}
+			// h2's newest record is the newest: it is listed first.
+			if got[0].GetDecisionId() != onlyRepeat.GetDecisionId() || got[1].GetDecisionId() != allow.GetDecisionId() {
+				t.Errorf("Recent = %s %s/%s, %s %s/%s; want h2's duplicate, then h1's ALLOW",
+					got[0].GetCallId(), got[0].GetKind(), got[0].GetOutcome(), got[1].GetCallId(), got[1].GetKind(), got[1].GetOutcome())
+			}
+		})
+	}
 }

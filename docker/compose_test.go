@@ -121,6 +121,24 @@ func TestCompose(t *testing.T) {
 			}
 		}
 	}
+	// The guard signs with the key secrets.sh made, mounted, and its data
+	// directory is a named volume: a re-created container keeps its key
+	// and its spool.
+	if key, _ := flagValue(yg.Command, "--approval-key-file"); key == "" || mountSource(t, yg.Volumes, key) != "./secrets/approval-key.pem" {
+		t.Errorf("yesguard: --approval-key-file %q is not secrets.sh's approval-key.pem", key)
+	}
+	dataDir, ok := flagValue(yg.Command, "--data-dir")
+	if !ok {
+		dataDir = "/var/lib/yesguard" // the image's YESGUARD_DATA_DIR
+	}
+	if !slices.ContainsFunc(yg.Volumes, func(v string) bool {
+		src, dst, _ := strings.Cut(v, ":")
+		_, named := c.Volumes[src]
+		return named && strings.TrimSuffix(dst, ":rw") == dataDir
+	}) {
+		t.Errorf("yesguard: its data directory %s is not a named volume (volumes %q)", dataDir, yg.Volumes)
+	}
+
 	// The policy yesguard is started with is the one mounted.
 	policy, _ := flagValue(yg.Command, "--policy")
 	if policy != "" && !slices.ContainsFunc(yg.Volumes, func(v string) bool { return strings.Contains(v, ":"+policy) }) {

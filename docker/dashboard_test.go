@@ -194,6 +194,7 @@ func TestDashboardMetricNames(t *testing.T) {
 		"yesguard_transcript_events_rejected_total", "yesguard_transcript_active_calls",
 		"yesguard_dedupe_hits_total", "yesguard_nats_connected", "yesguard_nats_reconnects_total",
 		"yesguard_decision_log_dropped_total", "yesguard_build_info",
+		"yesguard_guard_redeems_total", "yesguard_guard_completions_total", "yesguard_guard_check_errors_total",
 	} {
 		if !used[name] {
 			t.Errorf("no panel shows %s", name)

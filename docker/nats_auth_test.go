@@ -11,12 +11,13 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/auth"
 )
 
 // composeSecrets are the files secrets.sh makes, which the compose file
 // mounts from ./secrets/.
-var composeSecrets = []string{"pipeline.pw", "guard.pw", "nats-passwords.conf", "pipeline.tok", "auditor.tok", "tokens.yaml"}
+var composeSecrets = []string{"pipeline.pw", "guard.pw", "nats-passwords.conf", "pipeline.tok", "auditor.tok", "tokens.yaml", "approval-key.pem"}
 
 // F0 of the security red team: the compose stack's NATS had no users, so
 // any client read every call and freed reservations. Its nats.conf, with
@@ -50,6 +51,12 @@ func TestComposeNATSAuth(t *testing.T) {
 	tokens, err := auth.LoadTokens(filepath.Join(secrets, "tokens.yaml"))
 	if err != nil {
 		t.Fatalf("secrets.sh's tokens.yaml: %v", err)
+	}
+	// The approval signing key, made with bash alone, is one the guard
+	// loads (--approval-key-file), so it signs with it and warns of no key
+	// of its own.
+	if _, err := approval.LoadKeyFile(filepath.Join(secrets, "approval-key.pem")); err != nil {
+		t.Errorf("secrets.sh's approval-key.pem: %v", err)
 	}
 	for file, role := range map[string]auth.Role{"pipeline.tok": auth.RolePipeline, "auditor.tok": auth.RoleAuditor} {
 		raw, err := os.ReadFile(filepath.Join(secrets, file))

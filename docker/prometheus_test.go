@@ -54,6 +54,20 @@ func TestDashboardQueriesInPrometheus(t *testing.T) {
 	}
 	dir := t.TempDir()
 
+	// The Prometheus checked here is the one compose runs: its image is
+	// pinned to this binary's version.
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --version: %v\n%s", bin, err, out)
+	}
+	m := regexp.MustCompile(`prometheus, version (\d+\.\d+\.\d+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("%s --version says no version: %s", bin, out)
+	}
+	if image, want := loadCompose(t).Services["prometheus"].Image, "prom/prometheus:v"+string(m[1]); image != want {
+		t.Errorf("compose runs %s, but the dashboard is checked here in Prometheus %s: pin compose to %s", image, m[1], want)
+	}
+
 	// promtool, where it is, checks compose's Prometheus config.
 	if promtool := filepath.Join(filepath.Dir(bin), "promtool"); fileExists(promtool) {
 		if out, err := exec.Command(promtool, "check", "config", "prometheus/prometheus.yml").CombinedOutput(); err != nil {

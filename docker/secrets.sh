@@ -6,7 +6,11 @@
 # variables nats.conf includes (nats-passwords.conf); and two gRPC bearer
 # tokens, pipeline.tok (Check, Complete, Redeem) and auditor.tok
 # (ListDecisions and the /calls pages), with tokens.yaml, the hashes-only
-# file yesguard's --grpc-tokens reads (as `yesguard token` writes it). The directory is
+# file yesguard's --grpc-tokens reads (as `yesguard token` writes it); and
+# approval-key.pem, the Ed25519 key yesguard signs approvals with
+# (--approval-key-file: what `openssl genpkey -algorithm ed25519` writes,
+# made here with bash alone), so a re-created container signs with the
+# same key. The directory is
 # 0700 (nobody else on the host reads it); the files are 0644 so that the
 # containers' users (yesguard runs as 65532) can read their bind mounts.
 # It never overwrites: delete the directory to rotate, then restart the
@@ -43,5 +47,12 @@ printf '%s\n' "$audittok" > "$dir/auditor.tok"
   echo "    sha256: $(sha "$audittok")"
   echo "    roles: [auditor]"
 } > "$dir/tokens.yaml"
-chmod 644 "$dir/pipeline.pw" "$dir/guard.pw" "$dir/nats-passwords.conf" "$dir/tokens.yaml"
-echo "wrote $dir/pipeline.pw, $dir/guard.pw, $dir/nats-passwords.conf, $dir/pipeline.tok, $dir/auditor.tok and $dir/tokens.yaml"
+# PKCS#8 of an Ed25519 key: a fixed 16-byte prefix, then the 32-byte seed.
+der="302e020100300506032b657004220420$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')"
+{
+  echo "-----BEGIN PRIVATE KEY-----"
+  printf "$(printf '%s' "$der" | sed 's/../\\x&/g')" | base64
+  echo "-----END PRIVATE KEY-----"
+} > "$dir/approval-key.pem"
+chmod 644 "$dir/pipeline.pw" "$dir/guard.pw" "$dir/nats-passwords.conf" "$dir/tokens.yaml" "$dir/approval-key.pem"
+echo "wrote $dir/pipeline.pw, $dir/guard.pw, $dir/nats-passwords.conf, $dir/pipeline.tok, $dir/auditor.tok, $dir/tokens.yaml and $dir/approval-key.pem"

@@ -332,6 +332,13 @@ func (c *check) duplicateWaitLimit(ctx context.Context) time.Duration {
 	return limit
 }
 
+// The evidence details of a DUPLICATE: whether its original had reported
+// its result (package replay reads them back from records).
+const (
+	DetailOriginalDone    = "the original is done"
+	DetailOriginalRunning = "the original is still running; its result is not known yet"
+)
+
 // duplicate answers DUPLICATE with the original's result, waiting a short
 // bounded time for it. It returns true when the original failed, so the
 // check must be judged afresh.
@@ -350,10 +357,10 @@ func (c *check) duplicate(ctx context.Context, r dedupe.Reservation) (retry bool
 	c.set(yesguardv1.Outcome_OUTCOME_DUPLICATE, yesguardv1.Reason_REASON_DUPLICATE)
 	c.v.OriginalDecisionID = r.DecisionID()
 	c.v.OriginalResult = res
-	c.v.Evidence = &yesguardv1.Evidence{Detail: "the original is done"}
+	c.v.Evidence = &yesguardv1.Evidence{Detail: DetailOriginalDone}
 	if !done {
 		c.v.OriginalRunning = true
-		c.v.Evidence.Detail = "the original is still running; its result is not known yet"
+		c.v.Evidence.Detail = DetailOriginalRunning
 		c.v.Message = "This action was already allowed moments ago and is still running. Do not run it again, and do not tell the caller it is done: wait for the original's result, then tell them what it was."
 	}
 	return false

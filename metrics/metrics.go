@@ -6,8 +6,9 @@
 // embedded guard has its own registry.
 //
 // Names follow yesguard_<subsystem>_<name>_<unit>; counters end in _total and
-// durations are in seconds. Labels are bounded: tool names come only from the
-// policy (an unlisted tool is labelled "other"), never call ids.
+// durations are in seconds. Labels are bounded: tool names come from the
+// policy, or are the first few tools it does not list (the rest are
+// labelled "other"), never call ids.
 //
 // The catalogue is what the dashboard test and the operations guide are
 // checked against; a server test registers every entry beside a started
@@ -24,8 +25,9 @@ import (
 // Namespace prefixes every series.
 const Namespace = "yesguard"
 
-// OtherTool is the tool label for tools the policy does not list, so that a
-// model inventing tool names cannot grow the label set.
+// OtherTool is the tool label for the tools the policy does not list past
+// the first few, so that a model inventing tool names cannot grow the
+// label set.
 const OtherTool = "other"
 
 // Values of the kind label of yesguard_dedupe_hits_total.

@@ -47,6 +47,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -171,7 +173,11 @@ func Parse(data []byte, name string) (*File, error) {
 	p := &parser{name: name}
 	var raw fileYAML
 	if err := strictDecode(data, &raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		var msgs []string
+		for _, pr := range yamlProblems(err, &raw, nil) {
+			msgs = append(msgs, pr.msg)
+		}
+		return nil, fmt.Errorf("%s: %s", name, strings.Join(msgs, "; "))
 	}
 	f := &File{Path: name, Policy: raw.Policy, LocalesDir: raw.LocalesDir}
 	if len(raw.Tests) == 0 {
@@ -222,21 +228,91 @@ func (p *parser) decodeNode(n *yaml.Node, v any) bool {
 		err = n.Decode(v)
 	}
 	if err != nil {
-		// The lines inside the copy are not the file's: name the node's
-		// own line and the decoder's complaint.
-		msg := err.Error()
-		for _, prefix := range []string{"yaml: unmarshal errors:\n  ", "yaml: "} {
-			msg = strings.TrimPrefix(msg, prefix)
+		for _, pr := range yamlProblems(err, v, n) {
+			p.errf(pr.line, "%s", pr.msg)
 		}
-		if strings.HasPrefix(msg, "line ") {
-			if i := strings.Index(msg, ": "); i >= 0 {
-				msg = msg[i+2:]
-			}
-		}
-		p.errf(n.Line, "%s", strings.ReplaceAll(msg, "\n  ", "; "))
 		return false
 	}
 	return true
+}
+
+// unknownKey is how the YAML decoder names a key no field takes.
+var unknownKey = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+
+// yamlProblem is one thing the YAML decoder found wrong, on a line of
+// the file.
+type yamlProblem struct {
+	line int
+	msg  string
+}
+
+// yamlProblems says what the decoder's err found wrong in v's YAML, in
+// the file's terms: an unknown key is named with the keys allowed there,
+// never Go's type names. Inside node n, each is on n's line (an unknown
+// key on its own); the decoder's lines are dropped, as they count in a
+// copy of the node. Without n, the decoder's lines stay in the message.
+func yamlProblems(err error, v any, n *yaml.Node) []yamlProblem {
+	msg := err.Error()
+	for _, prefix := range []string{"yaml: unmarshal errors:\n", "yaml: "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	var out []yamlProblem
+	for _, text := range strings.Split(msg, "\n") {
+		text = strings.TrimSpace(text)
+		where := ""
+		if strings.HasPrefix(text, "line ") {
+			if i := strings.Index(text, ": "); i >= 0 {
+				where, text = text[:i]+": ", text[i+2:]
+			}
+		}
+		pr := yamlProblem{msg: where + text}
+		if n != nil {
+			pr = yamlProblem{line: n.Line, msg: text}
+		}
+		if m := unknownKey.FindStringSubmatch(text); m != nil {
+			pr.msg = fmt.Sprintf("unknown key %q; the keys allowed here are %s", m[1], strings.Join(yamlKeys(reflect.TypeOf(v)), ", "))
+			if n == nil {
+				pr.msg = where + pr.msg
+			} else if k := keyNode(n, m[1]); k != nil {
+				pr.line = k.Line
+			}
+		}
+		out = append(out, pr)
+	}
+	return out
+}
+
+// yamlKeys lists the YAML keys of struct type t (a pointer's element),
+// those of its inline structs in their place.
+func yamlKeys(t reflect.Type) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case opts == "inline":
+			keys = append(keys, yamlKeys(f.Type)...)
+		case name != "" && name != "-":
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+// keyNode is the key node named key of mapping node n, or nil.
+func keyNode(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i]
+		}
+	}
+	return nil
 }
 
 func (p *parser) test(n *yaml.Node, i int) (Test, bool) {

@@ -163,10 +163,30 @@ func TestParseErrors(t *testing.T) {
 		"x.test.yaml:2: test \"a\": want: \"maybe\"",
 		"x.test.yaml:8: test \"b\": reason: \"nope\" is not a reason",
 		"x.test.yaml:12: test \"c\": race: the turn before the late one must be the agent's",
-		"x.test.yaml:19:", "colour",
+		"x.test.yaml:22:", "colour",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
+	}
+}
+
+// A mistyped key is named with the keys allowed where it stands, on its
+// own line, in the file's words: no Go type names.
+func TestParseUnknownKeys(t *testing.T) {
+	for _, tc := range []struct{ name, file, want string }{
+		{"in a turn", "tests:\n  - name: a\n    turns:\n      - agent: Shall I?\n      - caler: yes\n    tool: t\n    want: allow\n",
+			`x.test.yaml:5: unknown key "caler"; the keys allowed here are agent, caller, lang, start_ms, end_ms, response_id, interim, age`},
+		{"in a test", "tests:\n  - name: a\n    tool: t\n    want: allow\n    colour: red\n",
+			`x.test.yaml:5: unknown key "colour"; the keys allowed here are name, steps, turns, race, tool, args, response_id, responding_to_ms, want, reason, detail`},
+		{"at the top", "polcy: p.yaml\ntests: []\n",
+			`x.test.yaml: line 1: unknown key "polcy"; the keys allowed here are policy, locales_dir, tests`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.file), "x.test.yaml")
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "YAML") || strings.Contains(err.Error(), "policytest.") {
+				t.Errorf("error %v\nwant it to hold %q and no Go type names", err, tc.want)
+			}
+		})
 	}
 }

@@ -12,12 +12,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -30,8 +33,14 @@ const Tool = "submit_appeal"
 
 // Target is a running guard.
 type Target struct {
+	// Guard makes the Checks and Completes (the pipeline's role, behind
+	// tokens).
 	Guard yesguardv1.GuardClient
-	NATS  *nats.Conn
+	// Reader reads the decision records back (ListDecisions: the auditor's
+	// role, behind tokens); nil reads them with Guard, as a guard without
+	// tokens lets it.
+	Reader yesguardv1.GuardClient
+	NATS   *nats.Conn
 	// Prefix is the transcript subject prefix (yesguard.transcript).
 	Prefix string
 	// Lag is how long after the Check the caller's answer is published:
@@ -64,6 +73,20 @@ type Result struct {
 	// Decisions are the records the probe's checks left; in JSON, each is
 	// the record as protojson writes it (the decision log's shape).
 	Decisions []*yesguardv1.Decision `json:"-"`
+	// readErr is why the records could not be read back, if they could not.
+	readErr error
+}
+
+// ReadDenied reports whether reading a probe's records back was refused
+// for the caller's credentials (PermissionDenied or Unauthenticated):
+// behind tokens, ListDecisions needs a token with the auditor role.
+func ReadDenied(results []Result) bool {
+	for _, r := range results {
+		if c := status.Code(r.readErr); c == codes.PermissionDenied || c == codes.Unauthenticated {
+			return true
+		}
+	}
+	return false
 }
 
 // MarshalJSON writes the result with its decisions in protojson.
@@ -157,6 +180,9 @@ func Run(ctx context.Context, t Target, progress func(Result)) []Result {
 }
 
 func (t *Target) setDefaults() {
+	if t.Reader == nil {
+		t.Reader = t.Guard
+	}
 	if t.Prefix == "" {
 		t.Prefix = "yesguard.transcript"
 	}
@@ -267,7 +293,7 @@ func (r *runner) scenario(ctx context.Context, s scenario) Result {
 		return res
 	}
 	res.Got = describe(resp)
-	res.Decisions = r.decisions(ctx, call)
+	res.Decisions, res.readErr = r.decisions(ctx, call)
 	for _, w := range s.want {
 		if resp.GetOutcome() == w {
 			res.Pass = true
@@ -338,7 +364,7 @@ func (r *runner) twoYeses(ctx context.Context) Result {
 		}
 	}
 	res.Got = fmt.Sprint(got)
-	res.Decisions = r.decisions(ctx, call)
+	res.Decisions, res.readErr = r.decisions(ctx, call)
 	res.Pass = allows == 1 && dups >= 1
 	if !res.Pass && res.Detail == "" {
 		res.Detail = fmt.Sprintf("%d allows", allows)
@@ -347,12 +373,22 @@ func (r *runner) twoYeses(ctx context.Context) Result {
 }
 
 // logLines: every refused probe left a decision record with its reason
-// and a message for the model, found by ListDecisions.
+// and a message for the model, found by ListDecisions. Records that could
+// not be read are that error, not a count of zero.
 func (r *runner) logLines(ctx context.Context, earlier []Result) Result {
 	res := Result{Name: logName, Want: "a record with a reason and a message for each refusal", Pass: true}
+	for _, e := range earlier {
+		if e.readErr != nil {
+			res.Pass, res.readErr = false, e.readErr
+			res.Got = "records not readable: " + status.Code(e.readErr).String()
+			res.Detail = readError(e.readErr)
+			return res
+		}
+	}
 	n := 0
 	for _, e := range earlier {
-		for _, d := range r.decisions(ctx, e.CallID) {
+		recs, _ := r.decisions(ctx, e.CallID)
+		for _, d := range recs {
 			if d.GetOutcome() != yesguardv1.Outcome_OUTCOME_REFUSE {
 				continue
 			}
@@ -366,7 +402,7 @@ func (r *runner) logLines(ctx context.Context, earlier []Result) Result {
 		if !e.Pass || e.Name == twoYesesName {
 			continue
 		}
-		if len(r.decisions(ctx, e.CallID)) == 0 {
+		if len(recs) == 0 {
 			res.Pass = false
 			res.Detail = "no record for " + e.CallID
 		}
@@ -382,10 +418,10 @@ func (r *runner) logLines(ctx context.Context, earlier []Result) Result {
 }
 
 // decisions returns the call's Check records (not its Completes).
-func (r *runner) decisions(ctx context.Context, call string) []*yesguardv1.Decision {
-	resp, err := r.t.Guard.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: call})
+func (r *runner) decisions(ctx context.Context, call string) ([]*yesguardv1.Decision, error) {
+	resp, err := r.t.Reader.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: call})
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("ListDecisions %s: %w", call, err)
 	}
 	var out []*yesguardv1.Decision
 	for _, d := range resp.GetDecisions() {
@@ -393,7 +429,17 @@ func (r *runner) decisions(ctx context.Context, call string) []*yesguardv1.Decis
 			out = append(out, d)
 		}
 	}
-	return out
+	return out, nil
+}
+
+// readError says why the records could not be read, and what reads them.
+func readError(err error) string {
+	st := status.Convert(err)
+	msg := fmt.Sprintf("ListDecisions refused (%s): %s", st.Code(), st.Message())
+	if c := st.Code(); (c == codes.PermissionDenied || c == codes.Unauthenticated) && !strings.Contains(st.Message(), "auditor") {
+		msg += "; reading decision records needs a token with the auditor role"
+	}
+	return msg
 }
 
 func describe(resp *yesguardv1.CheckResponse) string {

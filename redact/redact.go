@@ -226,6 +226,23 @@ func (r *Redactor) Turns(turns []*yesguardv1.Turn) []*yesguardv1.Turn {
 	return out
 }
 
+// Events returns redacted copies of transcript events (ListDecisions'
+// include_events), as Turns does the turns.
+func (r *Redactor) Events(evs []*yesguardv1.ReceivedEvent) []*yesguardv1.ReceivedEvent {
+	if !r.Enabled() || r.minDigits == 0 {
+		return evs
+	}
+	s := scrubber{r: r}
+	out := make([]*yesguardv1.ReceivedEvent, len(evs))
+	for i, e := range evs {
+		out[i] = proto.Clone(e).(*yesguardv1.ReceivedEvent)
+		if ev := out[i].GetEvent(); ev != nil {
+			ev.Text = s.text(ev.Text)
+		}
+	}
+	return out
+}
+
 // Text redacts one piece of speech: digit runs masked.
 func (r *Redactor) Text(s string) string {
 	if !r.Enabled() {

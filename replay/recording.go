@@ -33,8 +33,12 @@
 //     the one recorded as allowed is replayed first.
 //   - The feed's state is not policy: a Check recorded as refused because
 //     the transcript feed was down or behind is replayed with the feed so.
+//   - A Complete's record is written after the book took its result: a
+//     duplicate of its action that ended within raceTie before it, and
+//     was recorded as seeing the original done, is replayed after it.
 //   - A replayed decision is the same when its outcome, reason and
-//     original decision are; otherwise it is changed.
+//     original decision are; otherwise it is changed. A same decision
+//     whose evidence detail differs is marked so, and is still the same.
 //   - Events that do not decode are dropped as the guard drops them.
 package replay
 

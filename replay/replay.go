@@ -40,6 +40,9 @@ type Pair struct {
 	Now *guard.Verdict
 	// Same: outcome, reason and original decision agree.
 	Same bool
+	// DetailSame: the evidence's detail agrees too (a Same pair may differ
+	// in it: another pattern matched, or the timing of a duplicate).
+	DetailSame bool
 	// Note says what else happened (a Complete the replay could not apply).
 	Note string
 }
@@ -139,6 +142,7 @@ func Replay(ctx context.Context, c *Call, o Options) (*Result, error) {
 			feed.Store(nil)
 			p.Now = v
 			p.Same = v.Outcome == d.GetOutcome() && v.Reason == d.GetReason() && v.OriginalDecisionID == d.GetOriginalDecisionId()
+			p.DetailSame = p.Same && v.GetEvidence().GetDetail() == d.GetEvidence().GetDetail()
 		}
 		res.Pairs = append(res.Pairs, p)
 	}
@@ -221,6 +225,17 @@ func schedule(recs []*yesguardv1.Decision) []step {
 		if isCheck(a.rec) && isCheck(b.rec) && b.at.Sub(a.at) <= raceTie &&
 			a.rec.GetTool() == b.rec.GetTool() && a.rec.GetArgsHash() == b.rec.GetArgsHash() &&
 			b.rec.GetOutcome() == yesguardv1.Outcome_OUTCOME_ALLOW && a.rec.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW {
+			out[i-1], out[i] = b, a
+		}
+	}
+	// A Complete's record is written after the book has its result: a
+	// duplicate of the action that ended just before the record's time,
+	// and saw its original done, came after the Complete took effect.
+	for i := 1; i < len(out); i++ {
+		a, b := out[i-1], out[i]
+		if b.rec.GetKind() == yesguardv1.DecisionKind_DECISION_KIND_COMPLETE && isCheck(a.rec) && b.at.Sub(a.at) <= raceTie &&
+			a.rec.GetOutcome() == yesguardv1.Outcome_OUTCOME_DUPLICATE && a.rec.GetOriginalDecisionId() == b.rec.GetOriginalDecisionId() &&
+			a.rec.GetEvidence().GetDetail() == guard.DetailOriginalDone {
 			out[i-1], out[i] = b, a
 		}
 	}

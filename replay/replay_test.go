@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yesguard/yesguard/approval"
+	"github.com/yesguard/yesguard/guard"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
 )
@@ -107,6 +108,54 @@ func TestReplayTakesTheEventsOfItsTime(t *testing.T) {
 	res, _ = Replay(context.Background(), c, Options{})
 	if p := res.Pairs[0]; p.Same || p.Now.Reason != yesguardv1.Reason_REASON_NO_ANSWER {
 		t.Fatalf("with the answer not yet in: %s/%s", p.Now.Outcome, p.Now.Reason)
+	}
+}
+
+// A duplicate that saw its original done replays done although it ended
+// a little before the Complete's record (written after the book had the
+// result); a pair whose outcome agrees but whose detail does not is not
+// marked plain [same].
+func TestReplayDuplicateAfterItsComplete(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	args, _ := approval.CanonicalArgs(nil)
+	rec := func(at time.Time, o yesguardv1.Outcome, r yesguardv1.Reason, detail string) *yesguardv1.Decision {
+		return &yesguardv1.Decision{
+			DecisionId: ulid.MustNew(ulid.Timestamp(at), ulid.DefaultEntropy()).String(), Time: timestamppb.New(at),
+			CallId: "d1", Tool: "submit_appeal", ArgsHash: approval.ArgsHash(args), Args: string(args),
+			Outcome: o, Reason: r, Evidence: &yesguardv1.Evidence{Detail: detail}, Kind: yesguardv1.DecisionKind_DECISION_KIND_CHECK,
+		}
+	}
+	allow := rec(t0.Add(20*time.Millisecond), yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_CONFIRMED, "a detail the guard no longer writes")
+	dup := rec(t0.Add(30*time.Millisecond), yesguardv1.Outcome_OUTCOME_DUPLICATE, yesguardv1.Reason_REASON_DUPLICATE, guard.DetailOriginalDone)
+	dup.WaitedMs, dup.OriginalDecisionId = 20, allow.DecisionId // it waited for the original's result, ending at 50 ms
+	complete := &yesguardv1.Decision{
+		DecisionId: ulid.MustNew(ulid.Timestamp(t0), ulid.DefaultEntropy()).String(), Time: timestamppb.New(t0.Add(52 * time.Millisecond)),
+		CallId: "d1", Kind: yesguardv1.DecisionKind_DECISION_KIND_COMPLETE, OriginalDecisionId: allow.DecisionId, Result: `{"status":"submitted"}`,
+	}
+	c := &Call{ID: "d1", Records: []*yesguardv1.Decision{allow, dup, complete}, Events: []Event{
+		{Event: say("d1", 1, transcript.Agent, "Shall I submit your appeal now?"), ReceivedAt: t0},
+		{Event: say("d1", 2, transcript.Caller, "Yes."), ReceivedAt: t0.Add(10 * time.Millisecond)},
+	}}
+	res, err := Replay(context.Background(), c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *Pair
+	for i := range res.Pairs {
+		if res.Pairs[i].Recorded == dup {
+			got = &res.Pairs[i]
+		}
+	}
+	if got == nil || !got.Same || !got.DetailSame {
+		t.Fatalf("the duplicate replayed as %s/%s %q, want it done as recorded", got.Now.Outcome, got.Now.Reason, got.Now.GetEvidence().GetDetail())
+	}
+	var out bytes.Buffer
+	Text(&out, []*Result{res})
+	if !strings.Contains(out.String(), "[same outcome, other detail]") || !strings.Contains(out.String(), "(1 of them with another detail)") {
+		t.Fatalf("the ALLOW whose detail changed is not marked so:\n%s", out.String())
+	}
+	if res.Changed() != 0 {
+		t.Fatalf("changed: %d", res.Changed())
 	}
 }
 

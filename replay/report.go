@@ -18,7 +18,7 @@ func reasonName(r yesguardv1.Reason) string {
 // Text writes each call's decisions, the recorded one above the one made
 // now, and a summary line.
 func Text(w io.Writer, results []*Result) {
-	same, changed := 0, 0
+	same, changed, otherDetail := 0, 0, 0
 	for _, r := range results {
 		checks := 0
 		for _, p := range r.Pairs {
@@ -57,14 +57,23 @@ func Text(w io.Writer, results []*Result) {
 				continue
 			}
 			mark := "same"
-			if !p.Same {
+			switch {
+			case !p.Same:
 				mark = "CHANGED"
 				changed++
-			} else {
+			case !p.DetailSame:
+				mark = "same outcome, other detail"
+				same++
+				otherDetail++
+			default:
 				same++
 			}
 			fmt.Fprintf(w, "     now       %-9s %-20s %s  [%s]\n", outcomeName(p.Now.Outcome), reasonName(p.Now.Reason), p.Now.GetEvidence().GetDetail(), mark)
 		}
+	}
+	if otherDetail > 0 {
+		fmt.Fprintf(w, "%d decisions re-judged: %d same (%d of them with another detail), %d changed.\n", same+changed, same, otherDetail, changed)
+		return
 	}
 	fmt.Fprintf(w, "%d decisions re-judged: %d same, %d changed.\n", same+changed, same, changed)
 }
@@ -93,6 +102,7 @@ type jsonPair struct {
 	Recorded   jsonDecision  `json:"recorded"`
 	Now        *jsonDecision `json:"now,omitempty"`
 	Same       bool          `json:"same"`
+	DetailSame bool          `json:"detail_same"`
 	Note       string        `json:"note,omitempty"`
 }
 
@@ -114,7 +124,7 @@ func JSON(w io.Writer, results []*Result) error {
 				DecisionID: d.GetDecisionId(), Kind: strings.ToLower(strings.TrimPrefix(d.GetKind().String(), "DECISION_KIND_")),
 				Time: d.GetTime().AsTime().UTC().Format("2006-01-02T15:04:05.000Z07:00"), Tool: d.GetTool(), Args: d.GetArgs(), WaitedMS: d.GetWaitedMs(),
 				Recorded: jsonDecision{outcomeName(d.GetOutcome()), reasonName(d.GetReason()), d.GetEvidence().GetDetail(), d.GetOriginalDecisionId()},
-				Same:     p.Same, Note: p.Note,
+				Same:     p.Same, DetailSame: p.DetailSame, Note: p.Note,
 			}
 			if p.Now != nil {
 				jp.Now = &jsonDecision{outcomeName(p.Now.Outcome), reasonName(p.Now.Reason), p.Now.GetEvidence().GetDetail(), p.Now.OriginalDecisionID}

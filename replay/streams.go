@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/yesguard/yesguard/decisions"
+	"github.com/yesguard/yesguard/internal/streamread"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
 )
@@ -28,9 +29,6 @@ var DefaultStreams = Streams{
 	DecisionStream: "YESGUARD_DECISIONS", DecisionPrefix: "yesguard.decisions",
 }
 
-// fetchWait bounds the wait for one batch of a stream's messages.
-const fetchWait = 5 * time.Second
-
 // ReadStreams reads one call from the streams, each through an ordered
 // consumer filtered to the call's subject: an ephemeral consumer that
 // needs no acks and leaves no state on the server. An event's arrival is
@@ -40,24 +38,26 @@ func ReadStreams(ctx context.Context, js jetstream.JetStream, s Streams, callID 
 	c := &Call{ID: callID}
 	limits := transcript.Limits{}
 	limits.SetDefaults()
-	err := readSubjects(ctx, js, s.TranscriptStream, []string{s.TranscriptPrefix + "." + callID}, func(m jetstream.Msg, at time.Time) {
+	err := streamread.Each(ctx, js, s.TranscriptStream, []string{s.TranscriptPrefix + "." + callID}, func(m jetstream.Msg, at time.Time) error {
 		ev, err := transcript.Decode(s.TranscriptPrefix, m.Subject(), m.Data(), limits)
 		if err != nil {
 			c.Dropped++
-			return
+			return nil
 		}
 		c.Events = append(c.Events, Event{Event: ev, ReceivedAt: at, Raw: append([]byte(nil), m.Data()...)})
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("transcript stream %s: %w", s.TranscriptStream, err)
 	}
-	err = readSubjects(ctx, js, s.DecisionStream, decisions.CallSubjects(s.DecisionPrefix, callID), func(m jetstream.Msg, _ time.Time) {
+	err = streamread.Each(ctx, js, s.DecisionStream, decisions.CallSubjects(s.DecisionPrefix, callID), func(m jetstream.Msg, _ time.Time) error {
 		d := new(yesguardv1.Decision)
 		if protojson.Unmarshal(m.Data(), d) != nil || d.GetTime() == nil {
 			c.Dropped++
-			return
+			return nil
 		}
 		c.Records = append(c.Records, d)
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decision stream %s: %w", s.DecisionStream, err)
@@ -67,40 +67,4 @@ func ReadStreams(ctx context.Context, js jetstream.JetStream, s Streams, callID 
 	}
 	c.sort()
 	return c, nil
-}
-
-// readSubjects hands every message of the subjects, oldest first, to each.
-func readSubjects(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, each func(jetstream.Msg, time.Time)) error {
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: subjects, DeliverPolicy: jetstream.DeliverAllPolicy})
-	if err != nil {
-		return err
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return err
-	}
-	left := info.NumPending
-	for left > 0 {
-		batch, err := cons.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(fetchWait))
-		if err != nil {
-			return err
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			meta, err := m.Metadata()
-			if err != nil {
-				return err
-			}
-			each(m, meta.Timestamp)
-			left = meta.NumPending
-		}
-		if err := batch.Error(); err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("%d messages of %s did not arrive within %s", left, subjects[0], fetchWait)
-		}
-	}
-	return nil
 }

@@ -390,7 +390,18 @@ func (s *Server) closeNATS(ctx context.Context, nc *nats.Conn) error {
 	}
 }
 
-// stopNATSServer shuts the embedded server down, bounded by ctx.
+// embeddedShutdownGrace is how long Stop still waits for the embedded
+// server once its own deadline has passed: the data directory's lock is
+// released only when the server has let go of the store, and a Stop that
+// returned with the lock still held would leave the next guard in this
+// process (a restart, an embedding program) refused the directory.
+const embeddedShutdownGrace = 10 * time.Second
+
+// stopNATSServer shuts the embedded server down, bounded by ctx, and
+// releases the data directory's lock before it returns. Past ctx's
+// deadline it waits up to embeddedShutdownGrace more for the server (a
+// local shutdown, normally milliseconds); a server still not down then
+// is an error, and keeps the lock until it is.
 func (s *Server) stopNATSServer(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
@@ -405,7 +416,14 @@ func (s *Server) stopNATSServer(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("shut down embedded NATS server: %w", ctx.Err())
+	}
+	grace := time.NewTimer(embeddedShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-grace.C:
+		return fmt.Errorf("shut down embedded NATS server: %w; still shutting down after %s more, the data_dir stays locked until it has", ctx.Err(), embeddedShutdownGrace)
 	}
 }
 

@@ -338,6 +338,10 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		}
 		return nil, fmt.Errorf("policy %q with locales_dir %q: %w", cfg.PolicyPath, cfg.LocalesDir, err)
 	}
+	var events func(context.Context, string) ([]*yesguardv1.ReceivedEvent, error)
+	if s.js != nil {
+		events = s.callEvents
+	}
 	s.service = service.New(service.Config{
 		Engine:      s.guard,
 		Book:        s.book,
@@ -349,6 +353,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		Logger:      s.log.Named("service"),
 		Redact:      s.redactDecision,
 		RedactTurns: s.redactor.Turns,
+		Events:      events,
 	})
 	pageTokens := o.tokens
 	if pageTokens == nil {

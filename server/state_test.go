@@ -256,3 +256,28 @@ func TestReplicaClockAheadOfNATS(t *testing.T) {
 		t.Fatalf("a fresh yes on a replica %v ahead of NATS: %v %v %q, want ALLOW", skew, resp.GetOutcome(), resp.GetReason(), resp.GetDetail())
 	}
 }
+
+// A Stop cut short (a cancelled context, as a crash in-process) returns
+// with the data directory free: the restart that follows it in the same
+// process takes the lock at once, not "in use by another yesguard".
+func TestStopCutShortReleasesTheDataDir(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := New(Config{GRPCAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", DataDir: dir, ShutdownTimeout: 10 * time.Second},
+		WithDecisionSink(&captureSink{}), WithLogger(zaptest.NewLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cut, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = srv.Stop(cut) // errors of the steps cut short are expected
+	l, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatalf("right after Stop returned: %v", err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}

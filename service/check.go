@@ -85,10 +85,7 @@ func (s *Service) Check(ctx context.Context, req *yesguardv1.CheckRequest) (*yes
 	d = s.redacted(d)
 	s.write(ctx, d)
 
-	tool := req.GetTool()
-	if !v.ToolListed {
-		tool = metrics.OtherTool
-	}
+	tool := s.tools.of(req.GetTool(), v.ToolListed)
 	outcome := outcomeLabel(v.Outcome)
 	s.m.decisions.WithLabelValues(tool, outcome, reasonLabel(v.Reason)).Inc()
 	s.m.checkDuration.WithLabelValues(outcome).Observe(s.now().Sub(start).Seconds())

@@ -182,5 +182,21 @@ func (s *Service) ListDecisions(ctx context.Context, req *yesguardv1.ListDecisio
 			resp.Transcript = s.cfg.RedactTurns(resp.Transcript)
 		}
 	}
+	if req.GetIncludeEvents() && req.GetPageToken() == "" {
+		if s.cfg.Events == nil {
+			s.CountError(codes.FailedPrecondition)
+			return nil, status.Error(codes.FailedPrecondition, "include_events: this guard keeps no transcript stream (state memory); replay a recording instead (yesguard probe --record, or the pipeline's events with the decision log)")
+		}
+		evs, err := s.cfg.Events(ctx, req.GetCallId())
+		if st, ok := status.FromError(err); ok && err != nil && st.Code() != codes.Unknown {
+			s.CountError(st.Code())
+			return nil, err
+		}
+		if err != nil {
+			s.CountError(codes.Unavailable)
+			return nil, status.Errorf(codes.Unavailable, "include_events of %q: the transcript stream did not answer; retry: %v", req.GetCallId(), err)
+		}
+		resp.Events = evs
+	}
 	return resp, nil
 }

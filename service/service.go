@@ -34,10 +34,14 @@
 //     Redeem, and Complete (its decision's call, through the owner or the
 //     approval's call id).
 //   - Metric labels are bounded: a tool the policy does not list is
-//     labelled "other".
+//     labelled by its name for the first 32 such tools, then "other".
+//   - The known label sets of the error, completion and redeem counters
+//     are exported at zero from the start, so a dashboard's query of them
+//     matches before the first one happens.
 package service
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,14 +98,19 @@ type Config struct {
 	Redact func(*yesguardv1.Decision) *yesguardv1.Decision
 	// RedactTurns does the same for ListDecisions' transcript.
 	RedactTurns func([]*yesguardv1.Turn) []*yesguardv1.Turn
+	// Events reads a call's transcript events for ListDecisions'
+	// include_events, redacted as its transcript is; nil (no transcript
+	// stream) answers FailedPrecondition.
+	Events func(ctx context.Context, callID string) ([]*yesguardv1.ReceivedEvent, error)
 }
 
 // Service implements yesguardv1.GuardServer.
 type Service struct {
 	yesguardv1.UnimplementedGuardServer
 
-	cfg Config
-	m   serviceMetrics
+	cfg   Config
+	m     serviceMetrics
+	tools toolLabels
 }
 
 type serviceMetrics struct {
@@ -132,10 +141,31 @@ func New(cfg Config) *Service {
 		redeems:       metrics.NewCounterVec(reg, metrics.Redeems),
 		unencodable:   metrics.NewCounter(reg, metrics.DecisionsUnencodable),
 	}}
-	// A refused failure is what an operator watches for: it is there
-	// at zero from the start.
-	s.m.completions.WithLabelValues(completeRedeemed)
+	for _, c := range errorCodes {
+		s.m.errors.WithLabelValues(c.String())
+	}
+	for _, r := range []string{"ok", "failed", "unknown", "refused", completeRedeemed} {
+		s.m.completions.WithLabelValues(r)
+	}
+	for _, r := range redeemReasons {
+		s.m.redeems.WithLabelValues(reasonLabel(r))
+	}
+	for _, k := range []string{metrics.HitDuplicate, metrics.HitEvidence, metrics.HitQuantity} {
+		s.m.hits.WithLabelValues(k)
+	}
 	return s
+}
+
+// errorCodes are the codes the service answers errors with.
+var errorCodes = []codes.Code{
+	codes.InvalidArgument, codes.PermissionDenied, codes.NotFound, codes.FailedPrecondition,
+	codes.ResourceExhausted, codes.Unavailable, codes.Internal,
+}
+
+// redeemReasons are the reasons a Redeem answers with (redeemReason).
+var redeemReasons = []yesguardv1.Reason{
+	yesguardv1.Reason_REASON_REDEEMED, yesguardv1.Reason_REASON_ALREADY_REDEEMED, yesguardv1.Reason_REASON_APPROVAL_EXPIRED,
+	yesguardv1.Reason_REASON_APPROVAL_MISMATCH, yesguardv1.Reason_REASON_APPROVAL_INVALID, yesguardv1.Reason_REASON_INTERNAL,
 }
 
 func (s *Service) now() time.Time { return s.cfg.Now() }

@@ -321,3 +321,57 @@ func TestCompleteNeedsThePipelineRole(t *testing.T) {
 		}
 	}
 }
+
+// The service's counters: their known label sets are exported at zero
+// from the start (a dashboard's query of errors or redeems matches before
+// the first), and a tool the policy does not list is labelled by its name,
+// for the first maxUnlistedToolLabels of them, then "other".
+func TestMetricLabels(t *testing.T) {
+	h := newHarness(t)
+	for name, want := range map[string]int{
+		"yesguard_guard_check_errors_total": len(errorCodes),
+		"yesguard_guard_redeems_total":      len(redeemReasons),
+		"yesguard_guard_completions_total":  4,
+		"yesguard_dedupe_hits_total":        3,
+	} {
+		if n, err := testutil.GatherAndCount(h.reg, name); err != nil || n != want {
+			t.Errorf("%s: %d series at start (%v), want %d at zero", name, n, err, want)
+		}
+	}
+	if got := testutil.ToFloat64(h.svc.m.errors.WithLabelValues(codes.InvalidArgument.String())); got != 0 {
+		t.Errorf("check_errors_total{code=InvalidArgument} = %v at start, want 0", got)
+	}
+
+	// A caller turn is in, so no Check waits.
+	h.say("m1", transcript.Agent, "Shall I submit your appeal now?")
+	h.say("m1", transcript.Caller, "Yes.")
+	h.check("m1", "submit_appeal", nil, false)
+	for i := range maxUnlistedToolLabels + 1 {
+		h.check("m1", fmt.Sprintf("refund_order_%d", i), nil, false)
+	}
+	byTool := map[string]float64{}
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "yesguard_guard_decisions_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "tool" {
+					byTool[lp.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	for tool, want := range map[string]float64{
+		"submit_appeal": 1, "refund_order_0": 1, fmt.Sprintf("refund_order_%d", maxUnlistedToolLabels-1): 1,
+		fmt.Sprintf("refund_order_%d", maxUnlistedToolLabels): 0, metrics.OtherTool: 1,
+	} {
+		if byTool[tool] != want {
+			t.Errorf("decisions_total{tool=%q} = %v, want %v (all: %v)", tool, byTool[tool], want, byTool)
+		}
+	}
+}

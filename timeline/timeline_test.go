@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/net/html"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/decisions"
@@ -217,6 +218,52 @@ func TestPageShowsTheDecision(t *testing.T) {
 	}
 	if resp, _ := get(t, g.pages(nil), "/calls/a.b"); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("a call id with a dot: status %d, want 400", resp.StatusCode)
+	}
+}
+
+// A Redeem's record shows as the backend's REDEEM, its message addressed
+// to the backend; the list shows each call's ALLOW or REFUSE, not the
+// duplicate, Complete or Redeem that followed it.
+func TestPagesShowRedeemsAndTheOutcomeThatMatters(t *testing.T) {
+	g := newGuard(t)
+	g.say("r1", transcript.Agent, "Shall I submit your appeal now?")
+	g.say("r1", transcript.Caller, "Yes.")
+	allow := g.check("r1", "submit_appeal", map[string]any{"appeal_id": "A-17"})
+	if allow.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW {
+		t.Fatalf("outcome %s", allow.GetOutcome())
+	}
+	if dup := g.check("r1", "submit_appeal", map[string]any{"appeal_id": "A-17"}); dup.GetOutcome() != yesguardv1.Outcome_OUTCOME_DUPLICATE {
+		t.Fatalf("the retry: %s", dup.GetOutcome())
+	}
+	ctx := auth.NewContext(context.Background(), auth.Identity{NoTokens: true})
+	// A Redeem's record, as the service writes one (this service signs no
+	// approvals).
+	if err := g.records.Add(ctx, &yesguardv1.Decision{
+		DecisionId: "01M8REDEEM0000000000000000", Time: timestamppb.Now(), CallId: "r1", Tool: "submit_appeal",
+		Kind: yesguardv1.DecisionKind_DECISION_KIND_REDEEM, Outcome: yesguardv1.Outcome_OUTCOME_ALLOW, Reason: yesguardv1.Reason_REASON_REDEEMED,
+		OriginalDecisionId: allow.GetDecisionId(), Message: "Redeemed: execute submit_appeal once, now.",
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	result, _ := structpb.NewStruct(map[string]any{"status": "filed"})
+	if _, err := g.svc.Complete(ctx, &yesguardv1.CompleteRequest{DecisionId: allow.GetDecisionId(), Result: result}); err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, g.pages(nil), "/calls/r1")
+	for _, want := range []string{`<span class="badge allow">REDEEM</span>`, "Message to the backend", "Message to the model", "Message to the pipeline"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the call's page does not hold %s", want)
+		}
+	}
+	if strings.Count(body, `<span class="badge allow">ALLOW</span>`) != 1 {
+		t.Errorf("the page shows %d ALLOW badges, want the Check's alone", strings.Count(body, `<span class="badge allow">ALLOW</span>`))
+	}
+	_, list := get(t, g.pages(nil), "/calls")
+	row := list[strings.Index(list, `href="/calls/r1"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	if !strings.Contains(row, `<span class="badge allow">ALLOW</span>`) {
+		t.Errorf("the list's row of r1 does not show its ALLOW: %s", row)
 	}
 }
 

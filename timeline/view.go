@@ -59,13 +59,16 @@ type checkView struct {
 	Class      string // allow, refuse, repeat, neutral
 	Reason     string // negated
 	// Why is the one line saying why: the reason in words and the detail.
-	Why      string
-	Message  string
-	Arrived  string
-	At       string
-	Waited   string
-	Decided  string // offset of time + waited
-	Question []segment
+	Why     string
+	Message string
+	// MessageTo is whom the message is for: the model (a Check's), the
+	// backend (a Redeem's), the pipeline (a Complete's).
+	MessageTo string
+	Arrived   string
+	At        string
+	Waited    string
+	Decided   string // offset of time + waited
+	Question  []segment
 	// QuestionFound is false when the question sentence could not be
 	// found in its turn's text; it is then shown apart.
 	QuestionFound      bool
@@ -413,11 +416,15 @@ func checkOf(n int, d *yesguardv1.Decision, t0 time.Time) *checkView {
 	}
 	switch d.GetKind() {
 	case yesguardv1.DecisionKind_DECISION_KIND_COMPLETE:
-		c.Kind, c.Outcome, c.Class = "complete", "COMPLETE", "neutral"
+		c.Kind, c.Outcome, c.Class, c.MessageTo = "complete", "COMPLETE", "neutral", "the pipeline"
 	case yesguardv1.DecisionKind_DECISION_KIND_REDEEM:
-		c.Kind = "redeem"
+		// The backend's claim of an ALLOW, not a judgement of the caller.
+		c.Kind, c.Outcome, c.MessageTo = "redeem", "REDEEM", "the backend"
+		if d.GetReason() != yesguardv1.Reason_REASON_REDEEMED {
+			c.Outcome = "REDEEM REFUSED"
+		}
 	default:
-		c.Kind = "check"
+		c.Kind, c.MessageTo = "check", "the model"
 	}
 	if c.Class == "" {
 		c.Class = outcomeClass(d.GetOutcome())

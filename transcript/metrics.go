@@ -18,12 +18,26 @@ type Metrics struct {
 
 // NewMetrics registers the transcript's collectors on reg; a nil reg
 // leaves them unregistered.
+// Its reason label's every value is exported at zero from the start, so a
+// dashboard's query of rejected events matches before the first one.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	return &Metrics{
+	m := &Metrics{
 		Events:         metrics.NewCounterVec(reg, metrics.Events),
 		EventsRejected: metrics.NewCounterVec(reg, metrics.EventsRejected),
 		ActiveCalls:    metrics.NewGauge(reg, metrics.ActiveCalls),
 		CallsEvicted:   metrics.NewCounterVec(reg, metrics.CallsEvicted),
 		LimitHits:      metrics.NewCounterVec(reg, metrics.LimitHits),
 	}
+	for _, r := range rejectReasons {
+		m.EventsRejected.WithLabelValues(r)
+	}
+	return m
+}
+
+// rejectReasons are the values of EventsRejected's reason label.
+var rejectReasons = []string{
+	ReasonBadSubject, ReasonBadJSON, ReasonMissingCallID, ReasonCallIDMismatch, ReasonUnknownType, ReasonUnknownSpeaker,
+	ReasonTextTooLong, ReasonBadText, ReasonEmptyText, ReasonBadTimes, ReasonDuplicateSeq, ReasonBadSource, ReasonSeqJump,
+	ReasonStreamDiscarded, ReasonStaleSeq, ReasonSeqConflict, ReasonLangTooLong, ReasonResponseIDTooLong, ReasonSourceTooLong,
+	ReasonTooManyCalls, ReasonStoreFull, ReasonRateLimited,
 }

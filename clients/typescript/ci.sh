@@ -40,14 +40,14 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/yesguard" ./cmd/yesguard)
 export YESGUARD_BIN="$work/yesguard"
-npx tsc -p tsconfig.json
-# One test file at a time: each starts its own guard, and the machine is shared.
-node --test --test-concurrency=1 --test-reporter=spec build/test/*.test.js
+# npm test as a user types it: it builds the tests first (pretest), then
+# runs one test file at a time (each starts its own guard, and the
+# machine is shared).
+npm test
 
 echo "== example: LiveKit Agents (Node), against the real @livekit/agents"
 cd examples/livekit
 npm ci --no-audit --no-fund
 rm -rf build
 npx tsc --noEmit -p tsconfig.json
-npx tsc -p tsconfig.json
-node --test --test-concurrency=1 --test-reporter=spec build/test/*.test.js
+npm test

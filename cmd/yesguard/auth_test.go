@@ -18,6 +18,7 @@ import (
 
 	"github.com/yesguard/yesguard/auth"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/server"
 	"github.com/yesguard/yesguard/server/servertest"
 )
 
@@ -156,4 +157,36 @@ func waitListening(t *testing.T, stderr *servertest.Buffer, done <-chan int) str
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Behind tokens, probe's Checks need the pipeline's role and its reads
+// the auditor's. With the pipeline's token alone, the log probe says the
+// reads were refused and what reads them, not "0 refusal records"; with
+// YESGUARD_AUDITOR_TOKEN as well, all seven pass.
+func TestProbeReadsWithTheAuditorToken(t *testing.T) {
+	pipeline, auditor := auth.NewToken(), auth.NewToken()
+	path := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(path, []byte("tokens:\n"+auth.TokenEntry("pipeline", pipeline, []auth.Role{auth.RolePipeline})+
+		auth.TokenEntry("auditor", auditor, []auth.Role{auth.RoleAuditor})), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := servertest.Start(t, servertest.Options{Config: func(c *server.Config) { c.GRPCTokens = path }})
+	vars := guardEnv(srv)
+	vars["YESGUARD_TOKEN"] = pipeline
+
+	r := runCmd(t, vars, "probe", "--call-prefix", "tok")
+	if r.code != exitError {
+		t.Fatalf("probe with the pipeline's token alone: exit %d, want %d\n%s%s", r.code, exitError, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"records not readable: PermissionDenied", "ListDecisions refused (PermissionDenied)", "auditor role", "YESGUARD_AUDITOR_TOKEN"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("probe with the pipeline's token alone: stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "0 refusal records") {
+		t.Errorf("a refused read shown as no records:\n%s", r.stdout)
+	}
+
+	vars["YESGUARD_AUDITOR_TOKEN"] = auditor
+	runCmd(t, vars, "probe", "--call-prefix", "tok2").expect(t, exitOK, "all 7 probes passed")
 }

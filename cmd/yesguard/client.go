@@ -154,7 +154,14 @@ func usageError(name string, err error, e *env) int {
 // dialGuard returns a client of the Guard service at --grpc-addr, with
 // the TLS and token flags. It does not connect: the first call does.
 func (c *clientFlags) dialGuard() (yesguardv1.GuardClient, *grpc.ClientConn, error) {
+	return c.dialGuardWith(c.grpcAuth.Token)
+}
+
+// dialGuardWith is dialGuard with another bearer token (a second role's),
+// the TLS flags the same.
+func (c *clientFlags) dialGuardWith(token string) (yesguardv1.GuardClient, *grpc.ClientConn, error) {
 	cfg := c.grpcAuth
+	cfg.Token = token
 	cfg.Target = dialTarget(c.grpcAddr)
 	opts, err := cfg.DialOptions()
 	if err != nil {

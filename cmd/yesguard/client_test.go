@@ -385,7 +385,10 @@ func TestCheckRedeemComplete(t *testing.T) {
 	_, rest, _ = strings.Cut(redeemed.stdout, "receipt   ")
 	receipt := strings.Fields(rest)[0]
 	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7"}`).expect(t, exitError, "REFUSED already_redeemed", "Do not execute")
-	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-8"}`).expect(t, exitError, "REFUSED approval_mismatch")
+	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-8"}`).expect(t, exitError, "REFUSED approval_mismatch", "why       the arguments given differ from the approved ones")
+	// Without arguments, the answer says they are missing, not only that
+	// two hashes differ.
+	runCmd(t, vars, "redeem", token).expect(t, exitError, "REFUSED approval_mismatch", "why       no arguments were given", `'{"appeal_id":"A-17"}'`)
 	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7","appeal_id":"A-8"}`).expect(t, exitUsage)
 
 	if r := runCmd(t, vars, "complete", "--approval", token, "--failed"); r.code != exitError || !strings.Contains(r.stderr, "receipt") {
@@ -405,6 +408,6 @@ func TestCheckRedeemComplete(t *testing.T) {
 	runCmd(t, vars, "redeem", token, `{"appeal_id":"A-7"}`).expect(t, exitError, "REFUSED already_redeemed", "already reported done")
 
 	runCmd(t, vars, "decisions", call).expect(t, exitOK,
-		"5 redeems", "approval  signed by key ", "REDEEMED redeemed  submit_appeal", "REDEEM REFUSED approval_mismatch", "of        "+resp.AllowedDecisionID)
+		"6 redeems", "approval  signed by key ", "REDEEMED redeemed  submit_appeal", "REDEEM REFUSED approval_mismatch", "of        "+resp.AllowedDecisionID)
 	runCmd(t, vars, "complete").expect(t, exitUsage)
 }

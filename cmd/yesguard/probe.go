@@ -30,6 +30,10 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 	noAck := fs.Bool("no-ack", false, "publish with core NATS and a flush, without JetStream's ack (which the server may drop silently under load)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up on the whole run after this long")
 	record := fs.String("record", "", "write the run's events and decision records to this JSONL `file`, for yesguard replay")
+	auditorToken := fs.String("auditor-token", "", "bearer `token` with the auditor role, to read the records back (ListDecisions) "+
+		"from a guard with --grpc-tokens when --token has only the pipeline's; prefer YESGUARD_AUDITOR_TOKEN")
+	bindEnv(fs, "auditor-token")
+	c.envNames = append(c.envNames, "auditor-token")
 	if _, err := c.parse(fs, args, e, 0, 0); err != nil {
 		return usageError(name, err, e)
 	}
@@ -50,6 +54,16 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 		return exitUsage
 	}
 	defer cc.Close()
+	reader := guard
+	if *auditorToken != "" {
+		r, rcc, err := c.dialGuardWith(*auditorToken)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "yesguard probe: --auditor-token: %v\n", err)
+			return exitUsage
+		}
+		defer rcc.Close()
+		reader = r
+	}
 	target := dialTarget(c.grpcAddr)
 	// Ask the health service first, so that a guard not there fails in
 	// one line instead of seven. A deployment without it is probed anyway.
@@ -73,7 +87,7 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 	defer nc.Close()
 
 	t := probe.Target{
-		Guard: guard, NATS: nc, Prefix: c.subjectPrefix,
+		Guard: guard, Reader: reader, NATS: nc, Prefix: c.subjectPrefix,
 		Lag: *lag, CheckTimeout: *checkTimeout, CallPrefix: *callPrefix, Acked: !*noAck,
 	}
 	var rec *recorder
@@ -104,7 +118,7 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 		code = exitError
 	}
 	if rec != nil {
-		if err := rec.finish(ctx, guard, results); err != nil {
+		if err := rec.finish(ctx, reader, results); err != nil {
 			fmt.Fprintf(e.stderr, "yesguard probe: --record %s: %v\n", *record, err)
 			code = exitError
 		} else if !c.json {
@@ -133,7 +147,13 @@ func runProbe(ctx context.Context, args []string, e *env) int {
 	} else {
 		fmt.Fprintf(e.stdout, "%s %d of %d probes failed.\n", p.paint(ansiBold+ansiRed, "FAIL:"), failed, len(results))
 	}
-	if len(results) > 0 && results[0].CallID != "" {
+	if probe.ReadDenied(results) {
+		if *auditorToken == "" {
+			fmt.Fprintf(e.stdout, "The guard would not show its records to this token: give a token with the auditor role in YESGUARD_AUDITOR_TOKEN (or --auditor-token).\n")
+		} else {
+			fmt.Fprintf(e.stdout, "The guard would not show its records to the --auditor-token: is it a token with the auditor role, bound to these calls?\n")
+		}
+	} else if len(results) > 0 && results[0].CallID != "" {
 		fmt.Fprintf(e.stdout, "A call's full record: yesguard decisions %s\n", results[0].CallID)
 	}
 	return code

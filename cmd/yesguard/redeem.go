@@ -84,6 +84,25 @@ func runRedeem(ctx context.Context, args []string, e *env) int {
 	if t := resp.GetExpiresAt(); t != nil {
 		line("expires", t.AsTime().Local().Format(time.RFC3339))
 	}
+	if resp.GetReason() == yesguardv1.Reason_REASON_APPROVAL_MISMATCH {
+		line("why", mismatchHint(req, len(pos) == 2))
+	}
 	line("backend", resp.GetMessage())
 	return code
+}
+
+// mismatchHint says, in the CLI's terms, why an approval did not match
+// the request: no arguments given (redeem compares the approval with the
+// arguments about to be executed), or arguments, tool or call that differ.
+func mismatchHint(req *yesguardv1.RedeemRequest, argsGiven bool) string {
+	if !argsGiven {
+		return "no arguments were given, and the approval is checked against the arguments about to be executed: " +
+			"give them as one JSON object after the approval, as the Check had them, e.g. " +
+			"yesguard redeem <approval> '{\"appeal_id\":\"A-17\"}'"
+	}
+	what := "the arguments given"
+	if req.GetTool() != "" || req.GetCallId() != "" {
+		what += " (or --tool, --call)"
+	}
+	return what + " differ from the approved ones: the approval executes only exactly what the caller approved"
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/yesguard/yesguard/auth"
+	"github.com/yesguard/yesguard/server"
+	"github.com/yesguard/yesguard/server/servertest"
 )
 
 // TestReplayReproducesAProbeRun: a probe run recorded with --record and
@@ -75,6 +77,42 @@ func TestReplayReproducesAProbeRun(t *testing.T) {
 	r.expect(t, exitError, "recorded  REFUSE", "now       ALLOW     not_required", "[CHANGED]", "1 changed.")
 }
 
+// replay --call reads the call from the guard over gRPC, as an auditor:
+// on the default guard (whose embedded NATS lets no client read its
+// streams) and behind tokens, with the auditor's token, it re-judges every
+// recorded decision of a probe call the same; with the pipeline's token
+// it is refused, saying which role reads.
+func TestReplayCallFromTheGuard(t *testing.T) {
+	srv := startGuard(t, "")
+	vars := guardEnv(srv)
+	runCmd(t, vars, "probe", "--call-prefix", "rc").expect(t, exitOK, "all 7 probes passed")
+	// rc-6 is the two yeses: an ALLOW, its Complete and two duplicates.
+	r := runCmd(t, vars, "replay", "--call", "rc-6")
+	r.expect(t, exitOK, "0 changed.")
+	if strings.Contains(r.stderr, "warning") || strings.Contains(r.stdout, "CHANGED") {
+		t.Fatalf("replay --call rc-6:\n%s\n%s", r.stdout, r.stderr)
+	}
+	r = runCmd(t, vars, "replay", "--call", "rc-5") // "Yes. Wait, no."
+	r.expect(t, exitOK, "REFUSE", "negated", "0 changed.")
+
+	pipeline, auditor := auth.NewToken(), auth.NewToken()
+	path := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(path, []byte("tokens:\n"+auth.TokenEntry("pipeline", pipeline, []auth.Role{auth.RolePipeline})+
+		auth.TokenEntry("auditor", auditor, []auth.Role{auth.RoleAuditor})), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv = servertest.Start(t, servertest.Options{Config: func(c *server.Config) { c.GRPCTokens = path }})
+	vars = guardEnv(srv)
+	vars["YESGUARD_TOKEN"], vars["YESGUARD_AUDITOR_TOKEN"] = pipeline, auditor
+	runCmd(t, vars, "probe", "--call-prefix", "rt").expect(t, exitOK, "all 7 probes passed")
+	r = runCmd(t, vars, "replay", "--call", "rt-6")
+	if r.code != exitError || !strings.Contains(r.stderr, "PermissionDenied") || !strings.Contains(r.stderr, "auditor") {
+		t.Errorf("replay --call with the pipeline's token: exit %d, want %d and a PermissionDenied naming the auditor role\n%s", r.code, exitError, r.stderr)
+	}
+	vars["YESGUARD_TOKEN"] = auditor
+	runCmd(t, vars, "replay", "--call", "rt-6").expect(t, exitOK, "0 changed.")
+}
+
 // F8 of the security red team: replay --call read the guard's streams
 // with the nats clients' default inbox (_INBOX), which the pipeline's user
 // may subscribe to, so the pipeline read whatever an auditor replayed.
@@ -128,7 +166,7 @@ func TestReplayRepliesAvoidThePipelineInbox(t *testing.T) {
 	if _, err := js.Publish(ctx, "yesguard.transcript.inb-1", []byte(`{"call_id":"inb-1","seq":1,"speaker":"caller","type":"transcript","final":true,"text":"my account number is 99887766"}`)); err != nil {
 		t.Fatal(err)
 	}
-	r := runCmd(t, map[string]string{"YESGUARD_NATS_URL": ns.ClientURL()}, "replay", "--call", "inb-1", "--timeout", "10s")
+	r := runCmd(t, map[string]string{"YESGUARD_NATS_URL": ns.ClientURL()}, "replay", "--from-streams", "--call", "inb-1", "--timeout", "10s")
 	if !strings.Contains(r.stdout+r.stderr, "inb-1") {
 		t.Fatalf("replay --call: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/yesguard/yesguard/auth"
@@ -24,6 +25,7 @@ func runToken(_ context.Context, args []string, e *env) int {
 	fs := newFlagSet("token", e)
 	name := fs.String("name", "", "the token's `name` in the file and in logs (default: its roles, e.g. pipeline)")
 	roles := fs.String("roles", string(auth.RolePipeline), "comma-separated `roles`: pipeline (Check, Complete, Redeem), auditor (ListDecisions)")
+	calls := fs.String("calls", "", "comma-separated call-id `prefixes` the token is bound to (e.g. tenant-a-): its Checks, reads and pages reach only those calls; empty: every call")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of text")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: yesguard token [flags]       make a token and its entry for --grpc-tokens\n"+
@@ -64,14 +66,30 @@ func runToken(_ context.Context, args []string, e *env) int {
 		token = auth.NewToken()
 	}
 	entry := auth.TokenEntry(*name, token, rs)
+	var prefixes []string
+	if *calls != "" {
+		quoted := []string{}
+		for _, c := range strings.Split(*calls, ",") {
+			c = strings.TrimSpace(c)
+			prefixes = append(prefixes, c)
+			quoted = append(quoted, strconv.Quote(c))
+		}
+		entry += "    calls: [" + strings.Join(quoted, ", ") + "]\n"
+		// The entry is checked as the guard will read it, so that a bad
+		// prefix is refused here rather than at the guard's start.
+		if _, err := auth.ParseTokens([]byte("tokens:\n"+entry), "--calls"); err != nil {
+			return usageError("token", fmt.Errorf("--calls %q: %w", *calls, err), e)
+		}
+	}
 	if *asJSON {
 		doc := struct {
 			Name   string      `json:"name"`
 			Token  string      `json:"token,omitempty"`
 			SHA256 string      `json:"sha256"`
 			Roles  []auth.Role `json:"roles"`
+			Calls  []string    `json:"calls,omitempty"`
 			Entry  string      `json:"entry"`
-		}{Name: *name, SHA256: auth.HashToken(token), Roles: rs, Entry: entry}
+		}{Name: *name, SHA256: auth.HashToken(token), Roles: rs, Calls: prefixes, Entry: entry}
 		if !hash {
 			doc.Token = token
 		}

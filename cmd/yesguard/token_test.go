@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,6 +45,27 @@ func TestTokenCommand(t *testing.T) {
 	}
 	if doc.SHA256 != auth.HashToken(token) || doc.Token != "" || doc.Name != "auditor" || strings.Contains(h.stdout, token) {
 		t.Fatalf("token hash: %s", h.stdout)
+	}
+
+	// --calls binds the token to call-id prefixes, in an entry the guard
+	// reads back so; a prefix no call id could have is refused here.
+	b := runCmd(t, nil, "token", "--name", "tenant-a", "--calls", "tenant-a-, ta-")
+	b.expect(t, exitOK, `    calls: ["tenant-a-", "ta-"]`+"\n")
+	var bound string
+	for _, line := range strings.Split(b.stdout, "\n") {
+		if strings.HasPrefix(line, auth.TokenPrefix) {
+			bound = line
+		}
+	}
+	set, err = auth.ParseTokens([]byte("tokens:\n"+b.stdout[strings.Index(b.stdout, "  - name:"):]), "printed")
+	if err != nil {
+		t.Fatalf("the printed entry with calls does not parse: %v\n%s", err, b.stdout)
+	}
+	if tok, ok := set.Lookup(bound); !ok || !slices.Equal(tok.Calls, []string{"tenant-a-", "ta-"}) {
+		t.Fatalf("the bound token: %+v, %v", tok, ok)
+	}
+	if r := runCmd(t, nil, "token", "--calls", "a.b"); r.code != exitUsage || !strings.Contains(r.stderr, "no call would match") {
+		t.Errorf("--calls a.b: exit %d, %s", r.code, r.stderr)
 	}
 
 	runCmd(t, nil, "token", "--roles", "root").expect(t, exitUsage)

@@ -936,8 +936,14 @@ type ListDecisionsRequest struct {
 	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Optional: also return the call's transcript as the guard holds it.
 	IncludeTranscript bool `protobuf:"varint,4,opt,name=include_transcript,json=includeTranscript,proto3" json:"include_transcript,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Optional: also return the call's transcript events as the transcript
+	// stream keeps them (`yesguard replay --call` re-judges the records on
+	// them). Answered with the first page only (no page_token), up to 1 MiB
+	// of them (past it, ResourceExhausted); a guard without the stream
+	// (state memory) answers FailedPrecondition.
+	IncludeEvents bool `protobuf:"varint,5,opt,name=include_events,json=includeEvents,proto3" json:"include_events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListDecisionsRequest) Reset() {
@@ -998,13 +1004,24 @@ func (x *ListDecisionsRequest) GetIncludeTranscript() bool {
 	return false
 }
 
+func (x *ListDecisionsRequest) GetIncludeEvents() bool {
+	if x != nil {
+		return x.IncludeEvents
+	}
+	return false
+}
+
 type ListDecisionsResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Decisions []*Decision            `protobuf:"bytes,1,rep,name=decisions,proto3" json:"decisions,omitempty"`
 	// Set when more records follow.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	// With include_transcript: the call's turns, oldest first.
-	Transcript    []*Turn `protobuf:"bytes,3,rep,name=transcript,proto3" json:"transcript,omitempty"`
+	Transcript []*Turn `protobuf:"bytes,3,rep,name=transcript,proto3" json:"transcript,omitempty"`
+	// With include_events: every event of the call the transcript stream
+	// holds (finals, interim results, speech and call events), in the order
+	// the stream received them. Redacted as the transcript is.
+	Events        []*ReceivedEvent `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1060,6 +1077,67 @@ func (x *ListDecisionsResponse) GetTranscript() []*Turn {
 	return nil
 }
 
+func (x *ListDecisionsResponse) GetEvents() []*ReceivedEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// ReceivedEvent is one transcript event and when the transcript stream
+// received it (which is when a guard reading the stream could have it).
+type ReceivedEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Event         *TranscriptEvent       `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	ReceivedAt    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=received_at,json=receivedAt,proto3" json:"received_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceivedEvent) Reset() {
+	*x = ReceivedEvent{}
+	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceivedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceivedEvent) ProtoMessage() {}
+
+func (x *ReceivedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceivedEvent.ProtoReflect.Descriptor instead.
+func (*ReceivedEvent) Descriptor() ([]byte, []int) {
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ReceivedEvent) GetEvent() *TranscriptEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *ReceivedEvent) GetReceivedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReceivedAt
+	}
+	return nil
+}
+
 // Decision is the record of one Check: the evidence log line, the
 // ListDecisions entry and the stored copy all have this shape.
 type Decision struct {
@@ -1100,7 +1178,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1190,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1203,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{8}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Decision) GetDecisionId() string {
@@ -1294,7 +1372,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1384,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1397,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{9}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Turn) GetSpeaker() string {
@@ -1417,7 +1495,7 @@ type Match struct {
 
 func (x *Match) Reset() {
 	*x = Match{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[10]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +1507,7 @@ func (x *Match) String() string {
 func (*Match) ProtoMessage() {}
 
 func (x *Match) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[10]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +1520,7 @@ func (x *Match) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Match.ProtoReflect.Descriptor instead.
 func (*Match) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{10}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Match) GetRule() string {
@@ -1489,7 +1567,7 @@ type Evidence struct {
 
 func (x *Evidence) Reset() {
 	*x = Evidence{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[11]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1579,7 @@ func (x *Evidence) String() string {
 func (*Evidence) ProtoMessage() {}
 
 func (x *Evidence) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[11]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1592,7 @@ func (x *Evidence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evidence.ProtoReflect.Descriptor instead.
 func (*Evidence) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{11}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Evidence) GetQuestion() *Turn {
@@ -1606,7 +1684,7 @@ type TranscriptEvent struct {
 
 func (x *TranscriptEvent) Reset() {
 	*x = TranscriptEvent{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[12]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +1696,7 @@ func (x *TranscriptEvent) String() string {
 func (*TranscriptEvent) ProtoMessage() {}
 
 func (x *TranscriptEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[12]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +1709,7 @@ func (x *TranscriptEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptEvent.ProtoReflect.Descriptor instead.
 func (*TranscriptEvent) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{12}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TranscriptEvent) GetCallId() string {
@@ -1794,19 +1872,25 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
 	"\areceipt\x18\n" +
-	" \x01(\tR\areceipt\"\x9a\x01\n" +
+	" \x01(\tR\areceipt\"\xc1\x01\n" +
 	"\x14ListDecisionsRequest\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12-\n" +
-	"\x12include_transcript\x18\x04 \x01(\bR\x11includeTranscript\"\xa7\x01\n" +
+	"\x12include_transcript\x18\x04 \x01(\bR\x11includeTranscript\x12%\n" +
+	"\x0einclude_events\x18\x05 \x01(\bR\rincludeEvents\"\xdb\x01\n" +
 	"\x15ListDecisionsResponse\x123\n" +
 	"\tdecisions\x18\x01 \x03(\v2\x15.yesguard.v1.DecisionR\tdecisions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x121\n" +
 	"\n" +
 	"transcript\x18\x03 \x03(\v2\x11.yesguard.v1.TurnR\n" +
-	"transcript\"\xf1\x05\n" +
+	"transcript\x122\n" +
+	"\x06events\x18\x04 \x03(\v2\x1a.yesguard.v1.ReceivedEventR\x06events\"\x80\x01\n" +
+	"\rReceivedEvent\x122\n" +
+	"\x05event\x18\x01 \x01(\v2\x1c.yesguard.v1.TranscriptEventR\x05event\x12;\n" +
+	"\vreceived_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"receivedAt\"\xf1\x05\n" +
 	"\bDecision\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12.\n" +
@@ -1939,7 +2023,7 @@ func file_yesguard_v1_guard_proto_rawDescGZIP() []byte {
 }
 
 var file_yesguard_v1_guard_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_yesguard_v1_guard_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_yesguard_v1_guard_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_yesguard_v1_guard_proto_goTypes = []any{
 	(Outcome)(0),                  // 0: yesguard.v1.Outcome
 	(Reason)(0),                   // 1: yesguard.v1.Reason
@@ -1952,52 +2036,56 @@ var file_yesguard_v1_guard_proto_goTypes = []any{
 	(*RedeemResponse)(nil),        // 8: yesguard.v1.RedeemResponse
 	(*ListDecisionsRequest)(nil),  // 9: yesguard.v1.ListDecisionsRequest
 	(*ListDecisionsResponse)(nil), // 10: yesguard.v1.ListDecisionsResponse
-	(*Decision)(nil),              // 11: yesguard.v1.Decision
-	(*Turn)(nil),                  // 12: yesguard.v1.Turn
-	(*Match)(nil),                 // 13: yesguard.v1.Match
-	(*Evidence)(nil),              // 14: yesguard.v1.Evidence
-	(*TranscriptEvent)(nil),       // 15: yesguard.v1.TranscriptEvent
-	(*structpb.Struct)(nil),       // 16: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(*ReceivedEvent)(nil),         // 11: yesguard.v1.ReceivedEvent
+	(*Decision)(nil),              // 12: yesguard.v1.Decision
+	(*Turn)(nil),                  // 13: yesguard.v1.Turn
+	(*Match)(nil),                 // 14: yesguard.v1.Match
+	(*Evidence)(nil),              // 15: yesguard.v1.Evidence
+	(*TranscriptEvent)(nil),       // 16: yesguard.v1.TranscriptEvent
+	(*structpb.Struct)(nil),       // 17: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
 }
 var file_yesguard_v1_guard_proto_depIdxs = []int32{
-	16, // 0: yesguard.v1.CheckRequest.args:type_name -> google.protobuf.Struct
+	17, // 0: yesguard.v1.CheckRequest.args:type_name -> google.protobuf.Struct
 	0,  // 1: yesguard.v1.CheckResponse.outcome:type_name -> yesguard.v1.Outcome
 	1,  // 2: yesguard.v1.CheckResponse.reason:type_name -> yesguard.v1.Reason
-	14, // 3: yesguard.v1.CheckResponse.evidence:type_name -> yesguard.v1.Evidence
-	16, // 4: yesguard.v1.CheckResponse.original_result:type_name -> google.protobuf.Struct
-	17, // 5: yesguard.v1.CheckResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
-	16, // 6: yesguard.v1.CompleteRequest.result:type_name -> google.protobuf.Struct
-	16, // 7: yesguard.v1.RedeemRequest.args:type_name -> google.protobuf.Struct
+	15, // 3: yesguard.v1.CheckResponse.evidence:type_name -> yesguard.v1.Evidence
+	17, // 4: yesguard.v1.CheckResponse.original_result:type_name -> google.protobuf.Struct
+	18, // 5: yesguard.v1.CheckResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
+	17, // 6: yesguard.v1.CompleteRequest.result:type_name -> google.protobuf.Struct
+	17, // 7: yesguard.v1.RedeemRequest.args:type_name -> google.protobuf.Struct
 	0,  // 8: yesguard.v1.RedeemResponse.outcome:type_name -> yesguard.v1.Outcome
 	1,  // 9: yesguard.v1.RedeemResponse.reason:type_name -> yesguard.v1.Reason
-	17, // 10: yesguard.v1.RedeemResponse.expires_at:type_name -> google.protobuf.Timestamp
-	11, // 11: yesguard.v1.ListDecisionsResponse.decisions:type_name -> yesguard.v1.Decision
-	12, // 12: yesguard.v1.ListDecisionsResponse.transcript:type_name -> yesguard.v1.Turn
-	17, // 13: yesguard.v1.Decision.time:type_name -> google.protobuf.Timestamp
-	0,  // 14: yesguard.v1.Decision.outcome:type_name -> yesguard.v1.Outcome
-	1,  // 15: yesguard.v1.Decision.reason:type_name -> yesguard.v1.Reason
-	14, // 16: yesguard.v1.Decision.evidence:type_name -> yesguard.v1.Evidence
-	2,  // 17: yesguard.v1.Decision.kind:type_name -> yesguard.v1.DecisionKind
-	17, // 18: yesguard.v1.Decision.approval_expires_at:type_name -> google.protobuf.Timestamp
-	17, // 19: yesguard.v1.Turn.received_at:type_name -> google.protobuf.Timestamp
-	12, // 20: yesguard.v1.Evidence.question:type_name -> yesguard.v1.Turn
-	12, // 21: yesguard.v1.Evidence.answer:type_name -> yesguard.v1.Turn
-	13, // 22: yesguard.v1.Evidence.matches:type_name -> yesguard.v1.Match
-	12, // 23: yesguard.v1.Evidence.recent_turns:type_name -> yesguard.v1.Turn
-	3,  // 24: yesguard.v1.Guard.Check:input_type -> yesguard.v1.CheckRequest
-	5,  // 25: yesguard.v1.Guard.Complete:input_type -> yesguard.v1.CompleteRequest
-	7,  // 26: yesguard.v1.Guard.Redeem:input_type -> yesguard.v1.RedeemRequest
-	9,  // 27: yesguard.v1.Guard.ListDecisions:input_type -> yesguard.v1.ListDecisionsRequest
-	4,  // 28: yesguard.v1.Guard.Check:output_type -> yesguard.v1.CheckResponse
-	6,  // 29: yesguard.v1.Guard.Complete:output_type -> yesguard.v1.CompleteResponse
-	8,  // 30: yesguard.v1.Guard.Redeem:output_type -> yesguard.v1.RedeemResponse
-	10, // 31: yesguard.v1.Guard.ListDecisions:output_type -> yesguard.v1.ListDecisionsResponse
-	28, // [28:32] is the sub-list for method output_type
-	24, // [24:28] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	18, // 10: yesguard.v1.RedeemResponse.expires_at:type_name -> google.protobuf.Timestamp
+	12, // 11: yesguard.v1.ListDecisionsResponse.decisions:type_name -> yesguard.v1.Decision
+	13, // 12: yesguard.v1.ListDecisionsResponse.transcript:type_name -> yesguard.v1.Turn
+	11, // 13: yesguard.v1.ListDecisionsResponse.events:type_name -> yesguard.v1.ReceivedEvent
+	16, // 14: yesguard.v1.ReceivedEvent.event:type_name -> yesguard.v1.TranscriptEvent
+	18, // 15: yesguard.v1.ReceivedEvent.received_at:type_name -> google.protobuf.Timestamp
+	18, // 16: yesguard.v1.Decision.time:type_name -> google.protobuf.Timestamp
+	0,  // 17: yesguard.v1.Decision.outcome:type_name -> yesguard.v1.Outcome
+	1,  // 18: yesguard.v1.Decision.reason:type_name -> yesguard.v1.Reason
+	15, // 19: yesguard.v1.Decision.evidence:type_name -> yesguard.v1.Evidence
+	2,  // 20: yesguard.v1.Decision.kind:type_name -> yesguard.v1.DecisionKind
+	18, // 21: yesguard.v1.Decision.approval_expires_at:type_name -> google.protobuf.Timestamp
+	18, // 22: yesguard.v1.Turn.received_at:type_name -> google.protobuf.Timestamp
+	13, // 23: yesguard.v1.Evidence.question:type_name -> yesguard.v1.Turn
+	13, // 24: yesguard.v1.Evidence.answer:type_name -> yesguard.v1.Turn
+	14, // 25: yesguard.v1.Evidence.matches:type_name -> yesguard.v1.Match
+	13, // 26: yesguard.v1.Evidence.recent_turns:type_name -> yesguard.v1.Turn
+	3,  // 27: yesguard.v1.Guard.Check:input_type -> yesguard.v1.CheckRequest
+	5,  // 28: yesguard.v1.Guard.Complete:input_type -> yesguard.v1.CompleteRequest
+	7,  // 29: yesguard.v1.Guard.Redeem:input_type -> yesguard.v1.RedeemRequest
+	9,  // 30: yesguard.v1.Guard.ListDecisions:input_type -> yesguard.v1.ListDecisionsRequest
+	4,  // 31: yesguard.v1.Guard.Check:output_type -> yesguard.v1.CheckResponse
+	6,  // 32: yesguard.v1.Guard.Complete:output_type -> yesguard.v1.CompleteResponse
+	8,  // 33: yesguard.v1.Guard.Redeem:output_type -> yesguard.v1.RedeemResponse
+	10, // 34: yesguard.v1.Guard.ListDecisions:output_type -> yesguard.v1.ListDecisionsResponse
+	31, // [31:35] is the sub-list for method output_type
+	27, // [27:31] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_yesguard_v1_guard_proto_init() }
@@ -2011,7 +2099,7 @@ func file_yesguard_v1_guard_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yesguard_v1_guard_proto_rawDesc), len(file_yesguard_v1_guard_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

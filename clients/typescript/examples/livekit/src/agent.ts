@@ -8,7 +8,7 @@
 //   YESGUARD_WAIT_MS     the wait for the caller's turn (see docs/integrations.md)
 //   LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET: as for any LiveKit agent
 //
-//   node build/src/agent.js dev
+//   npm run dev     (lk agent dev build/src/agent.js; see README.md)
 
 import { fileURLToPath } from "node:url";
 import { type JobContext, ServerOptions, cli, defineAgent, voice } from "@livekit/agents";
