@@ -144,7 +144,7 @@ func New(cfg Config) *Service {
 	for _, c := range errorCodes {
 		s.m.errors.WithLabelValues(c.String())
 	}
-	for _, r := range []string{"ok", "failed", "unknown", "refused", completeRedeemed} {
+	for _, r := range completionResults {
 		s.m.completions.WithLabelValues(r)
 	}
 	for _, r := range redeemReasons {
@@ -155,6 +155,9 @@ func New(cfg Config) *Service {
 	}
 	return s
 }
+
+// completionResults are the result labels of the completions counter.
+var completionResults = []string{"ok", "failed", "unknown", "refused", completeRedeemed}
 
 // errorCodes are the codes the service answers errors with.
 var errorCodes = []codes.Code{

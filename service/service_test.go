@@ -331,7 +331,7 @@ func TestMetricLabels(t *testing.T) {
 	for name, want := range map[string]int{
 		"yesguard_guard_check_errors_total": len(errorCodes),
 		"yesguard_guard_redeems_total":      len(redeemReasons),
-		"yesguard_guard_completions_total":  4,
+		"yesguard_guard_completions_total":  len(completionResults),
 		"yesguard_dedupe_hits_total":        3,
 	} {
 		if n, err := testutil.GatherAndCount(h.reg, name); err != nil || n != want {
