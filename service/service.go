@@ -94,6 +94,10 @@ type Config struct {
 	Redact func(*yesguardv1.Decision) *yesguardv1.Decision
 	// RedactTurns does the same for ListDecisions' transcript.
 	RedactTurns func([]*yesguardv1.Turn) []*yesguardv1.Turn
+	// Transcripts stores PublishTranscript's events in the transcript
+	// stream; nil (the memory state, or an external NATS) answers
+	// FailedPrecondition.
+	Transcripts TranscriptWriter
 }
 
 // Service implements yesguardv1.GuardServer.
