@@ -207,6 +207,17 @@ class Guard:
         if unknown:
             raise YesguardInputError(f"timeouts: unknown method(s) {sorted(unknown)}; known: {sorted(DEFAULT_TIMEOUTS)}")
         self.timeouts: Dict[str, float] = {**DEFAULT_TIMEOUTS, **(timeouts or {})}
+        self._metadata: Tuple[Tuple[str, str], ...] = ()
+        if token is not None:
+            if not token or any(c.isspace() for c in token):
+                raise YesguardInputError("token: want a non-empty token without whitespace")
+            if not tls and not _is_loopback(host):
+                raise YesguardInputError(
+                    f"refusing to send a bearer token in plaintext to {address}: set tls, or connect over loopback")
+            self._metadata = (("authorization", f"Bearer {token}"),)
+        t = tls if isinstance(tls, TLS) else TLS()
+        if (t.cert is None) != (t.key is None):
+            raise YesguardInputError("tls: cert and key go together (mutual TLS needs both)")
         opts = [
             # A connection idle for 30 s is checked with a PING before it is
             # trusted again, so a dead one is found before a Check waits on it.
@@ -216,9 +227,6 @@ class Guard:
             *options,
         ]
         if tls:
-            t = tls if isinstance(tls, TLS) else TLS()
-            if (t.cert is None) != (t.key is None):
-                raise YesguardInputError("tls: cert and key go together (mutual TLS needs both)")
             creds = grpc.ssl_channel_credentials(
                 root_certificates=_pem(t.ca), private_key=_pem(t.key), certificate_chain=_pem(t.cert))
             if t.server_name:
@@ -226,14 +234,6 @@ class Guard:
             self._channel = grpc.aio.secure_channel(address, creds, options=opts)
         else:
             self._channel = grpc.aio.insecure_channel(address, options=opts)
-        self._metadata: Tuple[Tuple[str, str], ...] = ()
-        if token is not None:
-            if not token or any(c.isspace() for c in token):
-                raise YesguardInputError("token: want a non-empty token without whitespace")
-            if not tls and not _is_loopback(host):
-                raise YesguardInputError(
-                    f"refusing to send a bearer token in plaintext to {address}: set tls, or connect over loopback")
-            self._metadata = (("authorization", f"Bearer {token}"),)
         self._stub = guard_pb2_grpc.GuardStub(self._channel)
         self._health = self._channel.unary_unary(
             "/grpc.health.v1.Health/Check",

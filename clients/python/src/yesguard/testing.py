@@ -237,5 +237,9 @@ async def restart_guard(g: RunningGuard, *, binary: Optional[str] = None) -> Run
     proc, listening, log, reader = await asyncio.get_running_loop().run_in_executor(None, _spawn, binary or guard_binary(), args)
     n = RunningGuard(proc, listening, g.workdir, args, log, reader)
     n._clients = g._clients
-    await Guard(n.grpc).warmup(timeout=30.0)
+    w = Guard(n.grpc)
+    try:
+        await w.warmup(timeout=30.0)
+    finally:
+        await w.close()
     return n
