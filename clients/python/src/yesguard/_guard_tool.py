@@ -10,6 +10,8 @@ Rules that hold (fail closed):
 - A tool that raises is reported with Complete failed (the guard then
   judges a retry afresh), and the error is raised again: raise only when
   the action did not happen.
+- Given the call's TranscriptPublisher, a call whose last publish failed
+  is refused without asking: the guard may lack the caller's "Wait, no.".
 - DUPLICATE never runs the tool: it returns the original's result, or,
   while the original runs or when its result is unknown, the guard's
   message telling the model not to report the action done.
@@ -26,6 +28,7 @@ import grpc
 
 from ._client import CheckResult, Guard, YesguardProtocolError
 from ._json import JsonObject, YesguardInputError, to_struct
+from ._publisher import TranscriptPublisher
 
 #: What the model gets when the guard cannot be asked.
 UNAVAILABLE_MESSAGE = (
@@ -48,6 +51,7 @@ def guard_tool(
     wait_ms: Optional[int] = None,
     timeout: Optional[float] = None,
     include_evidence: bool = False,
+    publisher: Optional["TranscriptPublisher"] = None,
     on_refuse: Optional[Callable[[CheckResult], str]] = None,
     on_error: Optional[Callable[[BaseException], str]] = None,
     on_decision: Optional[Callable[[CheckResult, JsonObject], None]] = None,
@@ -62,7 +66,8 @@ def guard_tool(
     of the arguments giving it; a call's own ``call_id=`` overrides it.
     ``on_refuse`` gives what the model gets when the tool does not run
     (default: the guard's message); raise there to use the framework's
-    own error path (LiveKit's ToolError). ``on_error``: what the model gets
+    own error path (LiveKit's ToolError). ``publisher``: the call's
+    TranscriptPublisher, whose failed publishes refuse. ``on_error``: what the model gets
     when the guard cannot be asked (default UNAVAILABLE_MESSAGE).
     """
     if not isinstance(guard, Guard):
@@ -89,6 +94,10 @@ def guard_tool(
             if not cid:
                 raise YesguardInputError(f"{name}: no call id: give guard_tool call_id= or the call's call_id=")
             to_struct(plain, "args")  # a bad argument raises here, not as "unavailable"
+            if publisher is not None:
+                lost = publisher.lost(cid)
+                if lost is not None:
+                    return unavailable(lost)
             try:
                 d = await guard.check(
                     cid, name, plain, response_id=response_id, tool_call_id=tool_call_id,

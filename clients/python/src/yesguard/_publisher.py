@@ -18,6 +18,9 @@ Rules that hold:
 - An event the guard would reject (no speaker, an empty final, too much
   text, a call id that is not one subject token) raises YesguardInputError
   before it is sent.
+- A call whose last publish failed is lost() until a later publish of it
+  succeeds: the guard may lack the caller's latest words, so guard_tool,
+  given the publisher, refuses without asking.
 - Memory: one counter and lock per call, forgotten on call_ended or forget().
 """
 
@@ -104,6 +107,7 @@ class TranscriptPublisher:
         self.max_text_bytes = max_text_bytes
         self._seqs: Dict[str, int] = {}
         self._locks: Dict[str, asyncio.Lock] = {}
+        self._lost: Dict[str, BaseException] = {}
 
     async def publish(
         self,
@@ -138,13 +142,18 @@ class TranscriptPublisher:
         )
         lock = self._locks.setdefault(call_id, asyncio.Lock())
         async with lock:
-            if self.guard_sequenced:
-                (got,) = await self.guard.publish_transcript([ev], guard_sequenced=True, timeout=self.timeout)
-            else:
-                seq = self._seqs.get(call_id, 0) + 1
-                self._seqs[call_id] = seq
-                ev.epoch, ev.seq = self.epoch, seq
-                got = await self._send_numbered(ev)
+            try:
+                if self.guard_sequenced:
+                    (got,) = await self.guard.publish_transcript([ev], guard_sequenced=True, timeout=self.timeout)
+                else:
+                    seq = self._seqs.get(call_id, 0) + 1
+                    self._seqs[call_id] = seq
+                    ev.epoch, ev.seq = self.epoch, seq
+                    got = await self._send_numbered(ev)
+            except BaseException as err:
+                self._lost[call_id] = err
+                raise
+            self._lost.pop(call_id, None)
         if type == "call_ended":
             self.forget(call_id)
         return PublishedEvent(call_id, got.source, got.epoch, got.seq, got.stream_seq, got.duplicate)
@@ -180,9 +189,15 @@ class TranscriptPublisher:
         """Publishes call_ended and forgets the call."""
         return await self.publish(call_id, "call_ended")
 
+    def lost(self, call_id: str) -> Optional[BaseException]:
+        """Why the call's last publish failed, or None: while set, the guard
+        may lack the caller's latest words."""
+        return self._lost.get(call_id)
+
     def forget(self, call_id: str) -> None:
         """Forgets a call's seq without publishing (the call ended elsewhere)."""
         self._seqs.pop(call_id, None)
+        self._lost.pop(call_id, None)
         lock = self._locks.get(call_id)
         if lock is not None and not lock.locked():
             del self._locks[call_id]
