@@ -34,7 +34,7 @@ import re
 import time
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Type, Union
 
 TOKEN_TYPE = "yesguard-approval+jwt"
 DEFAULT_ISSUER = "yesguard"
@@ -151,13 +151,18 @@ def canonical_args(args: Optional[Mapping[str, Any]]) -> bytes:
     return out
 
 
-def _no_duplicates(pairs: Any) -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise CanonicalError(f"key {k!r} twice in one object")
-        out[k] = v
-    return out
+def _pairs(error: Type[Exception]) -> Callable[[Any], Dict[str, Any]]:
+    """An object_pairs_hook that raises error on a key twice in one object."""
+
+    def hook(pairs: Any) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for k, v in pairs:
+            if k in out:
+                raise error(f"key {k!r} twice in one object")
+            out[k] = v
+        return out
+
+    return hook
 
 
 def _reject_constant(name: str) -> Any:
@@ -168,7 +173,7 @@ def parse_args(text: Union[str, bytes]) -> Dict[str, Any]:
     """Arguments as JSON text, parsed as the guard parses them: one object,
     no key twice, numbers as doubles within range, no NaN or Infinity."""
     try:
-        v = json.loads(text, object_pairs_hook=_no_duplicates, parse_int=float,
+        v = json.loads(text, object_pairs_hook=_pairs(CanonicalError), parse_int=float,
                        parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
         raise CanonicalError(f"not JSON: {err}") from err
@@ -233,21 +238,12 @@ def _b64(part: str, i: int) -> bytes:
 
 def _object(b: bytes, what: str) -> Dict[str, Any]:
     try:
-        v = json.loads(b, object_pairs_hook=_strict_pairs)
+        v = json.loads(b, object_pairs_hook=_pairs(Malformed))
     except (ValueError, CanonicalError) as err:
         raise Malformed(f"{what}: {err}") from err
     if not isinstance(v, dict):
         raise Malformed(f"{what}: not a JSON object")
     return v
-
-
-def _strict_pairs(pairs: Any) -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise Malformed(f"{k!r} twice")
-        out[k] = v
-    return out
 
 
 def _int(c: Mapping[str, Any], name: str) -> int:
