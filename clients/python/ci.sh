@@ -16,7 +16,7 @@ echo "== Debian packages"
 # (buf.gen.yaml): protoc 3.21.12 for protobuf 3.21.12, grpc_python_plugin
 # 1.51.1 for grpcio 1.51.1.
 need=(python3 python3-venv python3-pip python3-setuptools python3-grpcio python3-protobuf python3-pytest python3-cryptography
-  protobuf-compiler protobuf-compiler-grpc)
+  python3-mypy protobuf-compiler protobuf-compiler-grpc)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -42,6 +42,9 @@ untracked="$(git -C "$root" ls-files --others --exclude-standard -- clients/pyth
 if [ -n "$untracked" ]; then
   echo "buf generate made files that are not committed:"; echo "$untracked"; exit 1
 fi
+
+echo "== type-check (mypy, pyproject.toml's [tool.mypy])"
+"$py" -m mypy
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -149,7 +149,7 @@ _ENUMS = {
 def _named(v: Any) -> Any:
     """Enum numbers as lowercase names, int64 strings as ints."""
     if isinstance(v, dict):
-        out = {}
+        out: Dict[str, Any] = {}
         for k, x in v.items():
             if k in _ENUMS and isinstance(x, int):
                 enum, prefix = _ENUMS[k]

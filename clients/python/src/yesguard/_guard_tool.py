@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from typing import Any, Awaitable, Callable, Mapping, Optional, Union
+from typing import Any, Awaitable, Callable, Mapping, Optional, Union, cast
 
 import grpc
 
@@ -74,7 +74,7 @@ def guard_tool(
         raise YesguardInputError("guard_tool guard: required (a yesguard.Guard)")
 
     def wrap(f: ToolFn) -> GuardedTool:
-        name = tool or getattr(f, "__name__", None)
+        name = str(tool or getattr(f, "__name__", "") or "")
         if not name:
             raise YesguardInputError("guard_tool tool: required (fn has no name)")
         refuse = on_refuse or (lambda d: d.message)
@@ -130,7 +130,7 @@ def guard_tool(
                 if on_complete_error is not None:
                     on_complete_error(err, d)
             await _complete(guard, d, payload, False, on_complete_error)
-            return result  # type: ignore[return-value]
+            return cast(JsonObject, result)
 
         return guarded
 

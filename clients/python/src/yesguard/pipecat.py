@@ -67,7 +67,7 @@ def _lang(frame: Any) -> Optional[str]:
     return str(getattr(lang, "value", lang)) or None
 
 
-class CallerTranscript(FrameProcessor):  # type: ignore[misc]
+class CallerTranscript(FrameProcessor):
     """Put right after the STT service: publishes what the caller says."""
 
     def __init__(self, publisher: TranscriptPublisher, call_id: str, *, on_error: OnError = _log_error, **kwargs: Any) -> None:
@@ -93,7 +93,7 @@ class CallerTranscript(FrameProcessor):  # type: ignore[misc]
         await self.push_frame(frame, direction)
 
 
-class AgentTranscript(FrameProcessor):  # type: ignore[misc]
+class AgentTranscript(FrameProcessor):
     """Put right after transport.output(): publishes what the bot said as
     it was played, and call_ended at the pipeline's end."""
 
