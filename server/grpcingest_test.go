@@ -166,3 +166,29 @@ func TestPublishTranscriptMemoryState(t *testing.T) {
 		t.Fatalf("PublishTranscript with the memory state: %v, want FailedPrecondition", err)
 	}
 }
+
+// The guard's counters are bounded by the calls in progress: call_ended
+// forgets a call's.
+func TestPublishTranscriptForgetsEndedCalls(t *testing.T) {
+	e := startE2E(t)
+	call := "grpc-ended"
+	publish := func(ev *yesguardv1.TranscriptEvent) *yesguardv1.PublishedTranscriptEvent {
+		t.Helper()
+		resp, err := e.client.PublishTranscript(t.Context(), &yesguardv1.PublishTranscriptRequest{Events: []*yesguardv1.TranscriptEvent{ev}, GuardSequenced: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetEvents()[0]
+	}
+	publish(turnEvent(call, "agent", "Hello."))
+	w := e.srv.js.writer.Load()
+	if got := w.Counters(); got != 1 {
+		t.Fatalf("%d counters after one call's event, want 1", got)
+	}
+	if got := publish(&yesguardv1.TranscriptEvent{CallId: call, Type: "call_ended"}).GetSeq(); got != 2 {
+		t.Fatalf("call_ended got seq %d, want 2", got)
+	}
+	if got := w.Counters(); got != 0 {
+		t.Fatalf("%d counters after call_ended, want 0", got)
+	}
+}
