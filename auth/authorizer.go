@@ -72,6 +72,8 @@ type MethodOptions struct {
 //
 //   - Check, Complete, Redeem: the pipeline role (they act for the caller;
 //     only whoever got the ALLOW may free its reservation).
+//   - PublishTranscript: the pipeline role (it speaks for the caller, as
+//     the NATS users that may publish transcripts do).
 //   - ListDecisions: the auditor role (it returns the caller's words).
 //   - Health (Check, List, Watch): open, so that container and load
 //     balancer health checks need no secret; it tells only SERVING or
@@ -82,13 +84,14 @@ type MethodOptions struct {
 //     it can call, so it asks for a token like every other method.
 func DefaultMethods(o MethodOptions) Methods {
 	m := Methods{
-		yesguardv1.Guard_Check_FullMethodName:         NeedRole(RolePipeline),
-		yesguardv1.Guard_Complete_FullMethodName:      NeedRole(RolePipeline),
-		yesguardv1.Guard_Redeem_FullMethodName:        NeedRole(RolePipeline),
-		yesguardv1.Guard_ListDecisions_FullMethodName: NeedRole(RoleAuditor),
-		healthgrpc.Health_Check_FullMethodName:        Open(),
-		healthgrpc.Health_List_FullMethodName:         Open(),
-		healthgrpc.Health_Watch_FullMethodName:        Open(),
+		yesguardv1.Guard_Check_FullMethodName:             NeedRole(RolePipeline),
+		yesguardv1.Guard_Complete_FullMethodName:          NeedRole(RolePipeline),
+		yesguardv1.Guard_Redeem_FullMethodName:            NeedRole(RolePipeline),
+		yesguardv1.Guard_ListDecisions_FullMethodName:     NeedRole(RoleAuditor),
+		yesguardv1.Guard_PublishTranscript_FullMethodName: NeedRole(RolePipeline),
+		healthgrpc.Health_Check_FullMethodName:            Open(),
+		healthgrpc.Health_List_FullMethodName:             Open(),
+		healthgrpc.Health_Watch_FullMethodName:            Open(),
 	}
 	reflection := AnyRole()
 	if !o.Reflection {

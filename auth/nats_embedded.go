@@ -159,7 +159,9 @@ type EmbeddedNATSConfig struct {
 }
 
 // EmbeddedNATS holds the users of an embedded nats-server: the pipeline,
-// and the guard, whose nkey is made here and held only in memory.
+// the guard, and the guard's gRPC transcript ingestion (a pipeline user
+// of the guard's own, publishing what PublishTranscript receives), whose
+// nkeys are made here and held only in memory.
 type EmbeddedNATS struct {
 	subjects     Subjects
 	pipelineUser string
@@ -167,6 +169,8 @@ type EmbeddedNATS struct {
 	nkey         string
 	guard        nkeys.KeyPair
 	guardPub     string
+	ingest       nkeys.KeyPair
+	ingestPub    string
 }
 
 // NewEmbeddedNATS loads the pipeline's credential, makes the guard's nkey,
@@ -182,16 +186,26 @@ func NewEmbeddedNATS(cfg EmbeddedNATSConfig) (*EmbeddedNATS, error) {
 	if err := CheckEmbeddedExposure(cfg.Listen, e.HasPipelineCredential()); err != nil {
 		return nil, err
 	}
+	var err error
+	if e.guard, e.guardPub, err = newUserNkey(); err != nil {
+		return nil, fmt.Errorf("make the guard's NATS nkey: %w", err)
+	}
+	if e.ingest, e.ingestPub, err = newUserNkey(); err != nil {
+		return nil, fmt.Errorf("make the gRPC ingestion's NATS nkey: %w", err)
+	}
+	return e, nil
+}
+
+func newUserNkey() (nkeys.KeyPair, string, error) {
 	kp, err := nkeys.CreateUser()
 	if err != nil {
-		return nil, fmt.Errorf("make the guard's NATS nkey: %w", err)
+		return nil, "", err
 	}
 	pub, err := kp.PublicKey()
 	if err != nil {
-		return nil, fmt.Errorf("make the guard's NATS nkey: %w", err)
+		return nil, "", err
 	}
-	e.guard, e.guardPub = kp, pub
-	return e, nil
+	return kp, pub, nil
 }
 
 func (e *EmbeddedNATS) loadPipeline(src PipelineSource) error {
@@ -380,13 +394,32 @@ func (e *EmbeddedNATS) Apply(o *natsserver.Options) error {
 		o.Users = append(o.Users, &natsserver.User{Username: anonymousUser, Password: rand.Text(), Permissions: pipe, Account: pipeAcc})
 		o.NoAuthUser = anonymousUser
 	}
+	inProcess := map[string]struct{}{jwt.ConnectionTypeInProcess: {}}
 	o.Nkeys = append(o.Nkeys, &natsserver.NkeyUser{
 		Nkey:                   e.guardPub,
 		Permissions:            e.subjects.GuardPermissions(),
 		Account:                guardAcc,
-		AllowedConnectionTypes: map[string]struct{}{jwt.ConnectionTypeInProcess: {}},
+		AllowedConnectionTypes: inProcess,
+	})
+	// The gRPC ingestion publishes as a pipeline does, from the pipeline's
+	// account: the guard's own user still may not publish transcripts.
+	o.Nkeys = append(o.Nkeys, &natsserver.NkeyUser{
+		Nkey:                   e.ingestPub,
+		Permissions:            pipe,
+		Account:                pipeAcc,
+		AllowedConnectionTypes: inProcess,
 	})
 	return nil
+}
+
+// IngestOptions are the options of the gRPC ingestion's connection: a
+// pipeline user of the guard's own, in-process only, with the pipeline's
+// inbox prefix (where its JetStream acks arrive).
+func (e *EmbeddedNATS) IngestOptions() []nats.Option {
+	return []nats.Option{
+		nats.Nkey(e.ingestPub, e.ingest.Sign),
+		nats.CustomInboxPrefix(e.subjects.PipelineInbox),
+	}
 }
 
 // GuardOptions are the guard connection's options: its nkey and its

@@ -21,7 +21,8 @@ type Role string
 
 // Roles.
 const (
-	// RolePipeline may Check, Complete and Redeem: it acts for the caller.
+	// RolePipeline may Check, Complete, Redeem and PublishTranscript: it
+	// acts for the caller.
 	RolePipeline Role = "pipeline"
 	// RoleAuditor may ListDecisions: it reads calls.
 	RoleAuditor Role = "auditor"

@@ -106,6 +106,8 @@ var (
 		"Calls whose state was dropped, by cause: idle, ended.", "cause")
 	LimitHits = series(Counter, "transcript", "limit_hits_total",
 		"Times a transcript limit was hit, by limit: text_bytes, lang_bytes, response_id_bytes, source_bytes, calls, total_bytes, events_per_second (the event was dropped) or call_bytes (a call's oldest utterances were dropped).", "limit")
+	GRPCEvents = series(Counter, "transcript", "grpc_events_total",
+		"Transcript events sent over gRPC (PublishTranscript), by result: stored, duplicate (the stream held it already), rejected (not stored: a rule or limit of the ingesters, or bad numbering) or failed (the stream did not acknowledge it).", "result")
 	StoreBytes = series(Gauge, "transcript", "store_bytes",
 		"What the calls held take, as counted against --max-total-bytes.")
 
@@ -151,7 +153,7 @@ var (
 var catalogue = []Series{
 	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions, Redeems,
 	DecisionLogDropped, DecisionLogWritten,
-	Events, EventsRejected, LimitHits, ActiveCalls, CallsEvicted, StoreBytes, TranscriptCaughtUp, TranscriptPending,
+	Events, EventsRejected, LimitHits, GRPCEvents, ActiveCalls, CallsEvicted, StoreBytes, TranscriptCaughtUp, TranscriptPending,
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations, DedupeUnreadable,
 	NATSConnected, NATSReconnects, NATSErrors,

@@ -257,6 +257,13 @@ func (r *replica) kill() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = r.srv.Stop(ctx)
+	// A crash ends the process, and the OS frees the data directory's
+	// lock with it; in process, the embedded server frees it once its
+	// shutdown, which a cancelled Stop does not wait for, is over. A
+	// replica started again on the directory needs it free.
+	if l := r.srv.dataDirLock; l != nil {
+		eventuallyFor(r.t, "the killed replica's data directory lock to be freed", func() bool { return !l.Locked() })
+	}
 }
 
 // inFlight is how many Checks the replica is judging or waiting on.

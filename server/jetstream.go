@@ -20,6 +20,7 @@ import (
 	"github.com/yesguard/yesguard/dedupe"
 	"github.com/yesguard/yesguard/metrics"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/service"
 	"github.com/yesguard/yesguard/transcript"
 )
 
@@ -67,7 +68,10 @@ type jsState struct {
 	store    atomic.Pointer[decisions.Stream]
 	ingester atomic.Pointer[transcript.StreamIngester]
 	ledger   atomic.Pointer[approval.Ledger]
-	// ready is closed once all four are set.
+	// writer stores PublishTranscript's events; set once the transcript
+	// stream is ensured.
+	writer atomic.Pointer[transcript.Writer]
+	// ready is closed once the first four are set.
 	ready chan struct{}
 	// lastErr is why the last set-up attempt failed ("" before any).
 	// noJetStream is closed when NATS answered that it has no JetStream:
@@ -115,6 +119,19 @@ func (b stateBook) Complete(ctx context.Context, id, owner string, result *struc
 		return kv.Complete(ctx, id, owner, result, failed)
 	}
 	return dedupe.Key{}, errStateNotReady
+}
+
+// stateWriter is the service.TranscriptWriter of the JetStream state,
+// failing until the transcript stream is set up.
+type stateWriter struct{ js *jsState }
+
+var _ service.TranscriptWriter = stateWriter{}
+
+func (w stateWriter) Write(ctx context.Context, ev transcript.Event, guardSequenced bool) (transcript.Written, error) {
+	if tw := w.js.writer.Load(); tw != nil {
+		return tw.Write(ctx, ev, guardSequenced)
+	}
+	return transcript.Written{}, service.ErrNoTranscriptStream
 }
 
 // stateStore is the decisions.Store of the JetStream state.
@@ -256,6 +273,13 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 		if err := ensure(actx, s.log, obj); err != nil {
 			return err
 		}
+	}
+	if s.ingestNC != nil && s.js.writer.Load() == nil {
+		ijs, err := jetstream.New(s.ingestNC)
+		if err != nil {
+			return fmt.Errorf("gRPC transcript ingestion: %w", err)
+		}
+		s.js.writer.Store(transcript.NewWriter(ijs, c.SubjectPrefix, s.store, c.Limits, s.log, s.tmetrics))
 	}
 	kv, err := openBucket(actx, js, StateBucket)
 	if err != nil {

@@ -252,6 +252,32 @@ func (s *Server) connectNATS() error {
 	return nil
 }
 
+// connectIngest opens the gRPC transcript ingestion's connection to the
+// embedded server (with the JetStream state only: without a stream nothing
+// acknowledges an event): a pipeline user of the guard's own, so that
+// PublishTranscript's events enter the transcript stream as a NATS
+// pipeline's do, while the guard's user still may not publish
+// transcripts. With an external NATS the guard holds no pipeline
+// credential, and PublishTranscript is refused.
+func (s *Server) connectIngest() error {
+	if s.ns == nil || s.js == nil {
+		return nil
+	}
+	opts := append(s.embedded.IngestOptions(),
+		nats.Name("yesguard-grpc-transcripts"),
+		nats.InProcessServer(s.ns),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(natsReconnectWait),
+		// A publish is acknowledged or fails: none is sent late.
+		nats.ReconnectBufSize(-1))
+	nc, err := nats.Connect(s.natsURL, opts...)
+	if err != nil {
+		return fmt.Errorf("connect the gRPC transcript ingestion to the embedded NATS server: %w", err)
+	}
+	s.ingestNC = nc
+	return nil
+}
+
 // natsMetrics are the server's collectors of its NATS connection.
 type natsMetrics struct {
 	connected  prometheus.Gauge

@@ -214,6 +214,7 @@ type Server struct {
 	ncClosed     chan struct{} // closed by the connection's closed handler
 	ncClosedOnce sync.Once
 	ingester     *transcript.Ingester
+	ingestNC     *nats.Conn // the gRPC ingestion's, embedded JetStream state only (nats.go)
 	health       *health.Server
 	grpc         *grpc.Server
 	http         *http.Server
@@ -342,6 +343,10 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	if s.js != nil {
 		events = s.callEvents
 	}
+	var transcripts service.TranscriptWriter
+	if s.js != nil && cfg.NATSURL == "" {
+		transcripts = stateWriter{s.js}
+	}
 	s.service = service.New(service.Config{
 		Engine:      s.guard,
 		Book:        s.book,
@@ -354,6 +359,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		Redact:      s.redactDecision,
 		RedactTurns: s.redactor.Turns,
 		Events:      events,
+		Transcripts: transcripts,
 	})
 	pageTokens := o.tokens
 	if pageTokens == nil {
@@ -469,6 +475,9 @@ func (s *Server) start(ctx context.Context) error {
 		s.natsURL = s.cfg.NATSURL
 	}
 	if err := s.connectNATS(); err != nil {
+		return err
+	}
+	if err := s.connectIngest(); err != nil {
 		return err
 	}
 	if s.js == nil {
@@ -736,6 +745,10 @@ func (s *Server) shutdown(ctx context.Context) error {
 		if err := s.ingester.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop transcript ingester: %w", err))
 		}
+	}
+	if s.ingestNC != nil {
+		// gRPC has stopped: no PublishTranscript is under way.
+		s.ingestNC.Close()
 	}
 	if s.js != nil {
 		if err := s.stopJetStream(ctx); err != nil {

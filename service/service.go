@@ -102,6 +102,10 @@ type Config struct {
 	// include_events, redacted as its transcript is; nil (no transcript
 	// stream) answers FailedPrecondition.
 	Events func(ctx context.Context, callID string) ([]*yesguardv1.ReceivedEvent, error)
+	// Transcripts stores PublishTranscript's events in the transcript
+	// stream; nil (the memory state, or an external NATS) answers
+	// FailedPrecondition.
+	Transcripts TranscriptWriter
 }
 
 // Service implements yesguardv1.GuardServer.

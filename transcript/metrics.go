@@ -14,6 +14,8 @@ type Metrics struct {
 	ActiveCalls    prometheus.Gauge
 	CallsEvicted   *prometheus.CounterVec // cause: idle, ended
 	LimitHits      *prometheus.CounterVec // limit
+	// GRPCEvents counts PublishTranscript's events by result (Writer).
+	GRPCEvents *prometheus.CounterVec // result
 }
 
 // NewMetrics registers the transcript's collectors on reg; a nil reg
@@ -27,9 +29,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ActiveCalls:    metrics.NewGauge(reg, metrics.ActiveCalls),
 		CallsEvicted:   metrics.NewCounterVec(reg, metrics.CallsEvicted),
 		LimitHits:      metrics.NewCounterVec(reg, metrics.LimitHits),
+		GRPCEvents:     metrics.NewCounterVec(reg, metrics.GRPCEvents),
 	}
 	for _, r := range rejectReasons {
 		m.EventsRejected.WithLabelValues(r)
+	}
+	for _, r := range []string{WriteStored, WriteDuplicate, WriteRejected, WriteFailed} {
+		m.GRPCEvents.WithLabelValues(r)
 	}
 	return m
 }

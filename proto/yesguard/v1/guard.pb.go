@@ -1810,6 +1810,195 @@ func (x *TranscriptEvent) GetEpoch() uint64 {
 	return 0
 }
 
+// PublishTranscriptRequest is a batch of events, stored in their order.
+type PublishTranscriptRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 256 events. Each sets call_id, type and the fields its type
+	// needs; with guard_sequenced, seq and epoch are left 0.
+	Events []*TranscriptEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// The guard numbers the events: for each (call, source) it gives the
+	// next seq of its own epoch (this guard process's start, in ms), so a
+	// pipeline cannot get seq or epoch wrong. The events must then leave seq
+	// and epoch 0; source defaults to "grpc". A retried request is stored
+	// again under new numbers, so retry only a request that failed before
+	// the guard took it (Unavailable at connect). Without it, each event
+	// carries its own source, epoch and seq (all set), as on NATS, and a
+	// retried request is stored once.
+	GuardSequenced bool `protobuf:"varint,2,opt,name=guard_sequenced,json=guardSequenced,proto3" json:"guard_sequenced,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PublishTranscriptRequest) Reset() {
+	*x = PublishTranscriptRequest{}
+	mi := &file_yesguard_v1_guard_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishTranscriptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishTranscriptRequest) ProtoMessage() {}
+
+func (x *PublishTranscriptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_yesguard_v1_guard_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishTranscriptRequest.ProtoReflect.Descriptor instead.
+func (*PublishTranscriptRequest) Descriptor() ([]byte, []int) {
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PublishTranscriptRequest) GetEvents() []*TranscriptEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *PublishTranscriptRequest) GetGuardSequenced() bool {
+	if x != nil {
+		return x.GuardSequenced
+	}
+	return false
+}
+
+type PublishTranscriptResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per event of the request, in its order.
+	Events        []*PublishedTranscriptEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishTranscriptResponse) Reset() {
+	*x = PublishTranscriptResponse{}
+	mi := &file_yesguard_v1_guard_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishTranscriptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishTranscriptResponse) ProtoMessage() {}
+
+func (x *PublishTranscriptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_yesguard_v1_guard_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishTranscriptResponse.ProtoReflect.Descriptor instead.
+func (*PublishTranscriptResponse) Descriptor() ([]byte, []int) {
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PublishTranscriptResponse) GetEvents() []*PublishedTranscriptEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// PublishedTranscriptEvent is where the stream stored one event.
+type PublishedTranscriptEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The numbers the event was stored under (the guard's, when it numbered).
+	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	Epoch  uint64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Seq    uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	// The transcript stream's sequence of the stored message.
+	StreamSeq uint64 `protobuf:"varint,4,opt,name=stream_seq,json=streamSeq,proto3" json:"stream_seq,omitempty"`
+	// The stream already held this event (its Nats-Msg-Id within the
+	// duplicate window): it is stored once.
+	Duplicate     bool `protobuf:"varint,5,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishedTranscriptEvent) Reset() {
+	*x = PublishedTranscriptEvent{}
+	mi := &file_yesguard_v1_guard_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishedTranscriptEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishedTranscriptEvent) ProtoMessage() {}
+
+func (x *PublishedTranscriptEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_yesguard_v1_guard_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishedTranscriptEvent.ProtoReflect.Descriptor instead.
+func (*PublishedTranscriptEvent) Descriptor() ([]byte, []int) {
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *PublishedTranscriptEvent) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *PublishedTranscriptEvent) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *PublishedTranscriptEvent) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *PublishedTranscriptEvent) GetStreamSeq() uint64 {
+	if x != nil {
+		return x.StreamSeq
+	}
+	return 0
+}
+
+func (x *PublishedTranscriptEvent) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
 var File_yesguard_v1_guard_proto protoreflect.FileDescriptor
 
 const file_yesguard_v1_guard_proto_rawDesc = "" +
@@ -1961,7 +2150,19 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"confidence\x18\f \x01(\x01R\n" +
 	"confidence\x12\x16\n" +
 	"\x06source\x18\r \x01(\tR\x06source\x12\x14\n" +
-	"\x05epoch\x18\x0e \x01(\x04R\x05epoch*u\n" +
+	"\x05epoch\x18\x0e \x01(\x04R\x05epoch\"y\n" +
+	"\x18PublishTranscriptRequest\x124\n" +
+	"\x06events\x18\x01 \x03(\v2\x1c.yesguard.v1.TranscriptEventR\x06events\x12'\n" +
+	"\x0fguard_sequenced\x18\x02 \x01(\bR\x0eguardSequenced\"Z\n" +
+	"\x19PublishTranscriptResponse\x12=\n" +
+	"\x06events\x18\x01 \x03(\v2%.yesguard.v1.PublishedTranscriptEventR\x06events\"\x97\x01\n" +
+	"\x18PublishedTranscriptEvent\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x1d\n" +
+	"\n" +
+	"stream_seq\x18\x04 \x01(\x04R\tstreamSeq\x12\x1c\n" +
+	"\tduplicate\x18\x05 \x01(\bR\tduplicate*u\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rOUTCOME_ALLOW\x10\x01\x12\x12\n" +
@@ -2003,12 +2204,13 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\x19DECISION_KIND_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13DECISION_KIND_CHECK\x10\x01\x12\x18\n" +
 	"\x14DECISION_KIND_REDEEM\x10\x02\x12\x1a\n" +
-	"\x16DECISION_KIND_COMPLETE\x10\x032\xab\x02\n" +
+	"\x16DECISION_KIND_COMPLETE\x10\x032\x8f\x03\n" +
 	"\x05Guard\x12>\n" +
 	"\x05Check\x12\x19.yesguard.v1.CheckRequest\x1a\x1a.yesguard.v1.CheckResponse\x12G\n" +
 	"\bComplete\x12\x1c.yesguard.v1.CompleteRequest\x1a\x1d.yesguard.v1.CompleteResponse\x12A\n" +
 	"\x06Redeem\x12\x1a.yesguard.v1.RedeemRequest\x1a\x1b.yesguard.v1.RedeemResponse\x12V\n" +
-	"\rListDecisions\x12!.yesguard.v1.ListDecisionsRequest\x1a\".yesguard.v1.ListDecisionsResponseB;Z9github.com/yesguard/yesguard/proto/yesguard/v1;yesguardv1b\x06proto3"
+	"\rListDecisions\x12!.yesguard.v1.ListDecisionsRequest\x1a\".yesguard.v1.ListDecisionsResponse\x12b\n" +
+	"\x11PublishTranscript\x12%.yesguard.v1.PublishTranscriptRequest\x1a&.yesguard.v1.PublishTranscriptResponseB;Z9github.com/yesguard/yesguard/proto/yesguard/v1;yesguardv1b\x06proto3"
 
 var (
 	file_yesguard_v1_guard_proto_rawDescOnce sync.Once
@@ -2023,69 +2225,76 @@ func file_yesguard_v1_guard_proto_rawDescGZIP() []byte {
 }
 
 var file_yesguard_v1_guard_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_yesguard_v1_guard_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_yesguard_v1_guard_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_yesguard_v1_guard_proto_goTypes = []any{
-	(Outcome)(0),                  // 0: yesguard.v1.Outcome
-	(Reason)(0),                   // 1: yesguard.v1.Reason
-	(DecisionKind)(0),             // 2: yesguard.v1.DecisionKind
-	(*CheckRequest)(nil),          // 3: yesguard.v1.CheckRequest
-	(*CheckResponse)(nil),         // 4: yesguard.v1.CheckResponse
-	(*CompleteRequest)(nil),       // 5: yesguard.v1.CompleteRequest
-	(*CompleteResponse)(nil),      // 6: yesguard.v1.CompleteResponse
-	(*RedeemRequest)(nil),         // 7: yesguard.v1.RedeemRequest
-	(*RedeemResponse)(nil),        // 8: yesguard.v1.RedeemResponse
-	(*ListDecisionsRequest)(nil),  // 9: yesguard.v1.ListDecisionsRequest
-	(*ListDecisionsResponse)(nil), // 10: yesguard.v1.ListDecisionsResponse
-	(*ReceivedEvent)(nil),         // 11: yesguard.v1.ReceivedEvent
-	(*Decision)(nil),              // 12: yesguard.v1.Decision
-	(*Turn)(nil),                  // 13: yesguard.v1.Turn
-	(*Match)(nil),                 // 14: yesguard.v1.Match
-	(*Evidence)(nil),              // 15: yesguard.v1.Evidence
-	(*TranscriptEvent)(nil),       // 16: yesguard.v1.TranscriptEvent
-	(*structpb.Struct)(nil),       // 17: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(Outcome)(0),                      // 0: yesguard.v1.Outcome
+	(Reason)(0),                       // 1: yesguard.v1.Reason
+	(DecisionKind)(0),                 // 2: yesguard.v1.DecisionKind
+	(*CheckRequest)(nil),              // 3: yesguard.v1.CheckRequest
+	(*CheckResponse)(nil),             // 4: yesguard.v1.CheckResponse
+	(*CompleteRequest)(nil),           // 5: yesguard.v1.CompleteRequest
+	(*CompleteResponse)(nil),          // 6: yesguard.v1.CompleteResponse
+	(*RedeemRequest)(nil),             // 7: yesguard.v1.RedeemRequest
+	(*RedeemResponse)(nil),            // 8: yesguard.v1.RedeemResponse
+	(*ListDecisionsRequest)(nil),      // 9: yesguard.v1.ListDecisionsRequest
+	(*ListDecisionsResponse)(nil),     // 10: yesguard.v1.ListDecisionsResponse
+	(*ReceivedEvent)(nil),             // 11: yesguard.v1.ReceivedEvent
+	(*Decision)(nil),                  // 12: yesguard.v1.Decision
+	(*Turn)(nil),                      // 13: yesguard.v1.Turn
+	(*Match)(nil),                     // 14: yesguard.v1.Match
+	(*Evidence)(nil),                  // 15: yesguard.v1.Evidence
+	(*TranscriptEvent)(nil),           // 16: yesguard.v1.TranscriptEvent
+	(*PublishTranscriptRequest)(nil),  // 17: yesguard.v1.PublishTranscriptRequest
+	(*PublishTranscriptResponse)(nil), // 18: yesguard.v1.PublishTranscriptResponse
+	(*PublishedTranscriptEvent)(nil),  // 19: yesguard.v1.PublishedTranscriptEvent
+	(*structpb.Struct)(nil),           // 20: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 21: google.protobuf.Timestamp
 }
 var file_yesguard_v1_guard_proto_depIdxs = []int32{
-	17, // 0: yesguard.v1.CheckRequest.args:type_name -> google.protobuf.Struct
+	20, // 0: yesguard.v1.CheckRequest.args:type_name -> google.protobuf.Struct
 	0,  // 1: yesguard.v1.CheckResponse.outcome:type_name -> yesguard.v1.Outcome
 	1,  // 2: yesguard.v1.CheckResponse.reason:type_name -> yesguard.v1.Reason
 	15, // 3: yesguard.v1.CheckResponse.evidence:type_name -> yesguard.v1.Evidence
-	17, // 4: yesguard.v1.CheckResponse.original_result:type_name -> google.protobuf.Struct
-	18, // 5: yesguard.v1.CheckResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
-	17, // 6: yesguard.v1.CompleteRequest.result:type_name -> google.protobuf.Struct
-	17, // 7: yesguard.v1.RedeemRequest.args:type_name -> google.protobuf.Struct
+	20, // 4: yesguard.v1.CheckResponse.original_result:type_name -> google.protobuf.Struct
+	21, // 5: yesguard.v1.CheckResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
+	20, // 6: yesguard.v1.CompleteRequest.result:type_name -> google.protobuf.Struct
+	20, // 7: yesguard.v1.RedeemRequest.args:type_name -> google.protobuf.Struct
 	0,  // 8: yesguard.v1.RedeemResponse.outcome:type_name -> yesguard.v1.Outcome
 	1,  // 9: yesguard.v1.RedeemResponse.reason:type_name -> yesguard.v1.Reason
-	18, // 10: yesguard.v1.RedeemResponse.expires_at:type_name -> google.protobuf.Timestamp
+	21, // 10: yesguard.v1.RedeemResponse.expires_at:type_name -> google.protobuf.Timestamp
 	12, // 11: yesguard.v1.ListDecisionsResponse.decisions:type_name -> yesguard.v1.Decision
 	13, // 12: yesguard.v1.ListDecisionsResponse.transcript:type_name -> yesguard.v1.Turn
 	11, // 13: yesguard.v1.ListDecisionsResponse.events:type_name -> yesguard.v1.ReceivedEvent
 	16, // 14: yesguard.v1.ReceivedEvent.event:type_name -> yesguard.v1.TranscriptEvent
-	18, // 15: yesguard.v1.ReceivedEvent.received_at:type_name -> google.protobuf.Timestamp
-	18, // 16: yesguard.v1.Decision.time:type_name -> google.protobuf.Timestamp
+	21, // 15: yesguard.v1.ReceivedEvent.received_at:type_name -> google.protobuf.Timestamp
+	21, // 16: yesguard.v1.Decision.time:type_name -> google.protobuf.Timestamp
 	0,  // 17: yesguard.v1.Decision.outcome:type_name -> yesguard.v1.Outcome
 	1,  // 18: yesguard.v1.Decision.reason:type_name -> yesguard.v1.Reason
 	15, // 19: yesguard.v1.Decision.evidence:type_name -> yesguard.v1.Evidence
 	2,  // 20: yesguard.v1.Decision.kind:type_name -> yesguard.v1.DecisionKind
-	18, // 21: yesguard.v1.Decision.approval_expires_at:type_name -> google.protobuf.Timestamp
-	18, // 22: yesguard.v1.Turn.received_at:type_name -> google.protobuf.Timestamp
+	21, // 21: yesguard.v1.Decision.approval_expires_at:type_name -> google.protobuf.Timestamp
+	21, // 22: yesguard.v1.Turn.received_at:type_name -> google.protobuf.Timestamp
 	13, // 23: yesguard.v1.Evidence.question:type_name -> yesguard.v1.Turn
 	13, // 24: yesguard.v1.Evidence.answer:type_name -> yesguard.v1.Turn
 	14, // 25: yesguard.v1.Evidence.matches:type_name -> yesguard.v1.Match
 	13, // 26: yesguard.v1.Evidence.recent_turns:type_name -> yesguard.v1.Turn
-	3,  // 27: yesguard.v1.Guard.Check:input_type -> yesguard.v1.CheckRequest
-	5,  // 28: yesguard.v1.Guard.Complete:input_type -> yesguard.v1.CompleteRequest
-	7,  // 29: yesguard.v1.Guard.Redeem:input_type -> yesguard.v1.RedeemRequest
-	9,  // 30: yesguard.v1.Guard.ListDecisions:input_type -> yesguard.v1.ListDecisionsRequest
-	4,  // 31: yesguard.v1.Guard.Check:output_type -> yesguard.v1.CheckResponse
-	6,  // 32: yesguard.v1.Guard.Complete:output_type -> yesguard.v1.CompleteResponse
-	8,  // 33: yesguard.v1.Guard.Redeem:output_type -> yesguard.v1.RedeemResponse
-	10, // 34: yesguard.v1.Guard.ListDecisions:output_type -> yesguard.v1.ListDecisionsResponse
-	31, // [31:35] is the sub-list for method output_type
-	27, // [27:31] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	16, // 27: yesguard.v1.PublishTranscriptRequest.events:type_name -> yesguard.v1.TranscriptEvent
+	19, // 28: yesguard.v1.PublishTranscriptResponse.events:type_name -> yesguard.v1.PublishedTranscriptEvent
+	3,  // 29: yesguard.v1.Guard.Check:input_type -> yesguard.v1.CheckRequest
+	5,  // 30: yesguard.v1.Guard.Complete:input_type -> yesguard.v1.CompleteRequest
+	7,  // 31: yesguard.v1.Guard.Redeem:input_type -> yesguard.v1.RedeemRequest
+	9,  // 32: yesguard.v1.Guard.ListDecisions:input_type -> yesguard.v1.ListDecisionsRequest
+	17, // 33: yesguard.v1.Guard.PublishTranscript:input_type -> yesguard.v1.PublishTranscriptRequest
+	4,  // 34: yesguard.v1.Guard.Check:output_type -> yesguard.v1.CheckResponse
+	6,  // 35: yesguard.v1.Guard.Complete:output_type -> yesguard.v1.CompleteResponse
+	8,  // 36: yesguard.v1.Guard.Redeem:output_type -> yesguard.v1.RedeemResponse
+	10, // 37: yesguard.v1.Guard.ListDecisions:output_type -> yesguard.v1.ListDecisionsResponse
+	18, // 38: yesguard.v1.Guard.PublishTranscript:output_type -> yesguard.v1.PublishTranscriptResponse
+	34, // [34:39] is the sub-list for method output_type
+	29, // [29:34] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_yesguard_v1_guard_proto_init() }
@@ -2099,7 +2308,7 @@ func file_yesguard_v1_guard_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yesguard_v1_guard_proto_rawDesc), len(file_yesguard_v1_guard_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,10 +23,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Guard_Check_FullMethodName         = "/yesguard.v1.Guard/Check"
-	Guard_Complete_FullMethodName      = "/yesguard.v1.Guard/Complete"
-	Guard_Redeem_FullMethodName        = "/yesguard.v1.Guard/Redeem"
-	Guard_ListDecisions_FullMethodName = "/yesguard.v1.Guard/ListDecisions"
+	Guard_Check_FullMethodName             = "/yesguard.v1.Guard/Check"
+	Guard_Complete_FullMethodName          = "/yesguard.v1.Guard/Complete"
+	Guard_Redeem_FullMethodName            = "/yesguard.v1.Guard/Redeem"
+	Guard_ListDecisions_FullMethodName     = "/yesguard.v1.Guard/ListDecisions"
+	Guard_PublishTranscript_FullMethodName = "/yesguard.v1.Guard/PublishTranscript"
 )
 
 // GuardClient is the client API for Guard service.
@@ -56,6 +57,8 @@ type GuardClient interface {
 	// ListDecisions returns the records of one call, oldest first: its
 	// Checks, Redeems and Completes.
 	ListDecisions(ctx context.Context, in *ListDecisionsRequest, opts ...grpc.CallOption) (*ListDecisionsResponse, error)
+	// PublishTranscript: see "Transcript ingestion over gRPC" below.
+	PublishTranscript(ctx context.Context, in *PublishTranscriptRequest, opts ...grpc.CallOption) (*PublishTranscriptResponse, error)
 }
 
 type guardClient struct {
@@ -106,6 +109,16 @@ func (c *guardClient) ListDecisions(ctx context.Context, in *ListDecisionsReques
 	return out, nil
 }
 
+func (c *guardClient) PublishTranscript(ctx context.Context, in *PublishTranscriptRequest, opts ...grpc.CallOption) (*PublishTranscriptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PublishTranscriptResponse)
+	err := c.cc.Invoke(ctx, Guard_PublishTranscript_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // GuardServer is the server API for Guard service.
 // All implementations must embed UnimplementedGuardServer
 // for forward compatibility.
@@ -133,6 +146,8 @@ type GuardServer interface {
 	// ListDecisions returns the records of one call, oldest first: its
 	// Checks, Redeems and Completes.
 	ListDecisions(context.Context, *ListDecisionsRequest) (*ListDecisionsResponse, error)
+	// PublishTranscript: see "Transcript ingestion over gRPC" below.
+	PublishTranscript(context.Context, *PublishTranscriptRequest) (*PublishTranscriptResponse, error)
 	mustEmbedUnimplementedGuardServer()
 }
 
@@ -154,6 +169,9 @@ func (UnimplementedGuardServer) Redeem(context.Context, *RedeemRequest) (*Redeem
 }
 func (UnimplementedGuardServer) ListDecisions(context.Context, *ListDecisionsRequest) (*ListDecisionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListDecisions not implemented")
+}
+func (UnimplementedGuardServer) PublishTranscript(context.Context, *PublishTranscriptRequest) (*PublishTranscriptResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PublishTranscript not implemented")
 }
 func (UnimplementedGuardServer) mustEmbedUnimplementedGuardServer() {}
 func (UnimplementedGuardServer) testEmbeddedByValue()               {}
@@ -248,6 +266,24 @@ func _Guard_ListDecisions_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Guard_PublishTranscript_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PublishTranscriptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GuardServer).PublishTranscript(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Guard_PublishTranscript_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GuardServer).PublishTranscript(ctx, req.(*PublishTranscriptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Guard_ServiceDesc is the grpc.ServiceDesc for Guard service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -270,6 +306,10 @@ var Guard_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListDecisions",
 			Handler:    _Guard_ListDecisions_Handler,
+		},
+		{
+			MethodName: "PublishTranscript",
+			Handler:    _Guard_PublishTranscript_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
