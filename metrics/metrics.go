@@ -101,9 +101,9 @@ var (
 	ActiveCalls = series(Gauge, "transcript", "active_calls",
 		"Calls whose transcript state is held.")
 	CallsEvicted = series(Counter, "transcript", "calls_evicted_total",
-		"Calls whose state was dropped, by cause: idle, ended.", "cause")
+		"Calls whose state was dropped, by cause: idle, ended, pressure (evicted, never having had a Check, to make room for a new call under --max-calls or --max-calls-per-publisher).", "cause")
 	LimitHits = series(Counter, "transcript", "limit_hits_total",
-		"Times a transcript limit was hit, by limit: text_bytes, lang_bytes, response_id_bytes, source_bytes, calls, total_bytes, events_per_second (the event was dropped) or call_bytes (a call's oldest utterances were dropped).", "limit")
+		"Times a transcript limit was hit, by limit: text_bytes, lang_bytes, response_id_bytes, source_bytes, calls, publisher_calls, total_bytes, events_per_second (the event was dropped), call_bytes (a call's oldest utterances were dropped), events_per_call (the transcript stream holds a call's bound and refuses its next events) or stream_bytes (the transcript stream is nearly full and refuses events; every Check refuses).", "limit")
 	StoreBytes = series(Gauge, "transcript", "store_bytes",
 		"What the calls held take, as counted against --max-total-bytes.")
 

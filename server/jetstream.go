@@ -240,7 +240,7 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	}
 	c := &s.cfg
 	tstream := TranscriptStreamName(c.SubjectPrefix)
-	tcfg := transcript.StreamConfig(tstream, c.SubjectPrefix, c.TranscriptRetention, c.TranscriptMaxBytes, c.DuplicateWindow, c.JSReplicas)
+	tcfg := transcript.StreamConfig(tstream, c.SubjectPrefix, c.TranscriptRetention, c.TranscriptMaxBytes, int64(c.Limits.MaxEventsPerCall), c.DuplicateWindow, c.JSReplicas)
 	// A message larger than the limits let an event be is refused at the
 	// publish (the publisher's ack says so), never stored.
 	tcfg.MaxMsgSize = int32(min(c.Limits.MaxEventBytes(), 1<<30))

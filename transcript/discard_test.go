@@ -16,8 +16,10 @@ import (
 // replica, resumed, allowed the yes before a "Wait, no." it never saw.
 func TestStreamDiscardWhileStalled(t *testing.T) {
 	js, _ := jetStreamOn(t)
-	cfg := StreamConfig("YG_TRANSCRIPT", testPrefix, time.Hour, 64<<20, 2*time.Minute, 1)
-	cfg.MaxMsgs = 100
+	cfg := StreamConfig("YG_TRANSCRIPT", testPrefix, time.Hour, 64<<20, 0, 2*time.Minute, 1)
+	// Discarding the oldest stands for what the stream still discards
+	// by age (MaxAge) or a purge.
+	cfg.MaxMsgs, cfg.Discard = 100, jetstream.DiscardOld
 	if _, err := js.CreateOrUpdateStream(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}

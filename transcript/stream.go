@@ -6,31 +6,43 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
 // StreamConfig is the transcript stream: every event published on
-// <prefix>.>, kept for maxAge and at most maxBytes (the oldest discarded
-// first), with a duplicate window in which a message republished with the
-// same Nats-Msg-Id is stored once (at-least-once publishers).
-func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes int64, duplicates time.Duration, replicas int) jetstream.StreamConfig {
+// <prefix>.>, kept for maxAge, at most maxBytes in all and perCall
+// events of one call (Limits.MaxEventsPerCall), with a duplicate window
+// in which a message republished with the same Nats-Msg-Id is stored once
+// (at-least-once publishers).
+//
+// Both bounds discard the new message, never an old one: a publish past
+// them is refused, and its publisher's ack says so ("maximum bytes
+// exceeded", "maximum messages per subject exceeded"), so that it can
+// retry with the same Nats-Msg-Id. No event is lost without its publisher
+// being told, and a flood on one call is refused at the stream, before the
+// guard reads it.
+func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall int64, duplicates time.Duration, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:        name,
-		Description: "yesguard: the transcript events of every call",
-		Subjects:    []string{prefix + ".>"},
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      maxAge,
-		MaxBytes:    maxBytes,
-		Duplicates:  min(duplicates, maxAge),
-		Storage:     jetstream.FileStorage,
-		Replicas:    max(replicas, 1),
+		Name:                 name,
+		Description:          "yesguard: the transcript events of every call",
+		Subjects:             []string{prefix + ".>"},
+		Retention:            jetstream.LimitsPolicy,
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: perCall > 0,
+		MaxMsgsPerSubject:    perCall,
+		MaxAge:               maxAge,
+		MaxBytes:             maxBytes,
+		Duplicates:           min(duplicates, maxAge),
+		Storage:              jetstream.FileStorage,
+		Replicas:             max(replicas, 1),
 	}
 }
 
@@ -97,6 +109,9 @@ type StreamIngester struct {
 	stalled                atomic.Pointer[string]
 	probeFails, probeStill int
 	probeApplied           uint64
+	// full says why the stream counts as full (nil: it does not): it
+	// refuses events to their publishers, so every Check refuses.
+	full atomic.Pointer[string]
 
 	// beforeHandle, when set (by tests, before Start), runs before each
 	// message is handled: a test stalls the consumer with it.
@@ -266,6 +281,7 @@ func (in *StreamIngester) catchUpLoop(ctx context.Context) {
 		} else if n%probeEvery == 0 {
 			in.probeLive(ctx)
 		}
+		in.watchFull(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -335,6 +351,63 @@ func (in *StreamIngester) probeLive(ctx context.Context) {
 	}
 }
 
+// fullShare: the stream counts as full once less than 1/fullShare of its
+// MaxBytes is free.
+const fullShare = 20
+
+// Full says why the transcript stream counts as full, or "" when it does
+// not. While it is, the stream refuses events to their publishers, and
+// the guard cannot know whose: every Check must refuse.
+func (in *StreamIngester) Full() string {
+	if p := in.full.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// watchFull asks the stream, every catch-up step (100 ms), how full it
+// is. Past its MaxBytes the stream refuses new events (DiscardNew): their
+// publishers are told and retry, but the guard never sees what was
+// refused, so from 95% full it marks every call held uncertain and the
+// feed behind, before the stream refuses anything (unless 5% of it is
+// written within one step). When the stream has room again it marks every
+// call held uncertain once more: a call made meanwhile may be missing
+// what was refused. Each stays uncertain until its agent speaks again.
+func (in *StreamIngester) watchFull(ctx context.Context) {
+	in.mu.Lock()
+	s := in.jsStream
+	in.mu.Unlock()
+	if s == nil {
+		return
+	}
+	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	info, err := s.Info(ictx)
+	cancel()
+	if err != nil || info.Config.MaxBytes <= 0 {
+		return
+	}
+	max := uint64(info.Config.MaxBytes)
+	full := info.State.Bytes+max/fullShare >= max
+	if full == (in.full.Load() != nil) {
+		return
+	}
+	if full {
+		why := fmt.Sprintf("the transcript stream holds %d of its %d bytes (%s): it refuses new events to their publishers, who retry them, and the guard cannot tell whose were refused",
+			info.State.Bytes, max, LimitFlags[LimitStreamBytes])
+		in.full.Store(&why)
+		calls := in.store.MarkLost(why)
+		if in.m != nil {
+			in.m.LimitHits.WithLabelValues(LimitStreamBytes).Inc()
+		}
+		in.log.Error("transcript stream full; every Check is refused until it has room", zap.String("why", why), zap.Int("calls_uncertain", calls))
+	} else {
+		in.full.Store(nil)
+		calls := in.store.MarkLost("the transcript stream was full moments ago and refused events to their publishers; the caller's latest words may be missing until the agent speaks again")
+		in.log.Info("transcript stream has room again", zap.Uint64("bytes", info.State.Bytes), zap.Int("calls_uncertain", calls))
+	}
+	in.onChange()
+}
+
 func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
 	in.mu.Lock()
 	cons := in.consumer
@@ -380,7 +453,7 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 	ev, err := Decode(in.prefix, msg.Subject(), msg.Data(), in.limits)
 	if err != nil {
 		rejected(in.log, in.m, in.store, in.prefix, msg.Subject(), msg.Data(), err, zap.Uint64("stream_seq", seq))
-	} else if ok, reason := in.store.ApplyMeta(ev, Meta{At: meta.Timestamp, StreamSeq: seq, Replay: seq <= in.replayUntil.Load()}); !ok {
+	} else if ok, reason := in.store.ApplyMeta(ev, Meta{At: meta.Timestamp, StreamSeq: seq, Replay: seq <= in.replayUntil.Load(), Publisher: publisherHeader(msg.Headers())}); !ok {
 		dropped(in.log, in.m, in.store, ev, reason, zap.Uint64("stream_seq", seq))
 	}
 	in.lastStored.Store(meta.Timestamp.UnixNano())
@@ -392,6 +465,39 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 	if in.nSettling.Load() > 0 {
 		in.wakeSettled(seq)
 	}
+}
+
+// publisherHeader is who NATS says published a message: the account and
+// user of its Nats-Request-Info header, which the server writes (over
+// anything the publisher sent) when the message crosses an account's
+// service import, as the transcripts do into the guard's account; "" when
+// there is none.
+func publisherHeader(h nats.Header) string {
+	info := h.Get("Nats-Request-Info")
+	if info == "" {
+		return ""
+	}
+	acc, user := jsonField(info, "acc"), jsonField(info, "user")
+	if user == "" {
+		return acc
+	}
+	return acc + ":" + user
+}
+
+// jsonField is the string value of the top-level key in the small JSON
+// object obj, as NATS writes its client info (no escapes in names); ""
+// when absent.
+func jsonField(obj, key string) string {
+	i := strings.Index(obj, `"`+key+`":"`)
+	if i < 0 {
+		return ""
+	}
+	rest := obj[i+len(key)+4:]
+	j := strings.IndexByte(rest, '"')
+	if j < 0 {
+		return ""
+	}
+	return rest[:j]
 }
 
 // discarded marks every call held uncertain: the stream sequences from

@@ -1,0 +1,274 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
+	"github.com/yesguard/yesguard/transcript"
+)
+
+// floodPublisher publishes as a pipeline does, through the guard's
+// embedded NATS (the pipeline's account): JetStream publishes with acks.
+type floodPublisher struct {
+	t  *testing.T
+	js jetstream.JetStream
+}
+
+func newFloodPublisher(t *testing.T, e *e2e) *floodPublisher {
+	t.Helper()
+	js, err := jetstream.New(e.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &floodPublisher{t: t, js: js}
+}
+
+// publish stores ev and returns the stream's answer: nil, or the error
+// the publisher is told.
+func (p *floodPublisher) publish(ev transcript.Event) error {
+	p.t.Helper()
+	b, err := json.Marshal(ev)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	id := fmt.Sprintf("%s.%s.%d.%d", ev.CallID, ev.Source, ev.Epoch, ev.Seq)
+	_, err = p.js.Publish(ctx, DefaultSubjectPrefix+"."+ev.CallID, b, jetstream.WithMsgID(id))
+	return err
+}
+
+func (p *floodPublisher) must(ev transcript.Event) {
+	p.t.Helper()
+	if err := p.publish(ev); err != nil {
+		p.t.Fatalf("publish %s seq %d: %v", ev.CallID, ev.Seq, err)
+	}
+}
+
+// ask publishes a question and a plain yes on call, from source (seqs 1
+// and 2 of epoch 1).
+func (p *floodPublisher) ask(call, source string) {
+	p.t.Helper()
+	p.must(event(call, transcript.Agent, source, 1, 1, "Shall I submit your appeal now?"))
+	p.must(event(call, transcript.Caller, source, 1, 2, "Yes, please."))
+}
+
+// checkOutcome runs a Check of submit_appeal on call.
+func checkOutcome(t *testing.T, e *e2e, call string) *yesguardv1.CheckResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := e.check(ctx, call, "submit_appeal", map[string]any{"appeal_id": "A-" + call})
+	if err != nil {
+		t.Fatalf("check %s: %v", call, err)
+	}
+	return resp
+}
+
+func wantOutcome(t *testing.T, what string, resp *yesguardv1.CheckResponse, outcome yesguardv1.Outcome, reason yesguardv1.Reason) {
+	t.Helper()
+	if resp.GetOutcome() != outcome || resp.GetReason() != reason {
+		t.Errorf("%s: %v %v (%s), want %v %v", what, resp.GetOutcome(), resp.GetReason(), resp.GetDetail(), outcome, reason)
+	}
+}
+
+// A flood of events on fresh call ids filled --max-calls, and every new
+// call was then refused UNKNOWN_CALL until the idle TTL emptied the store.
+// Now a publisher past its own bound churns through its own calls that
+// never had a Check, a full store makes room the same way, and a call a
+// Check asked about is never evicted: a new call after the flood is
+// allowed, and the call checked before it is still held.
+func TestFloodOfCallIDsLocksNoCallOut(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		floodSource string // the flood's publisher; "stt" is the pipeline's own
+	}{
+		{"another publisher", "flood"},
+		{"the pipeline's own source", "stt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := startE2E(t, func(c *Config) {
+				c.Limits.MaxCalls, c.Limits.MaxCallsPerPublisher = 40, 20
+			})
+			p := newFloodPublisher(t, e)
+			p.ask("held-1", "stt")
+			wantOutcome(t, "the call checked before the flood", checkOutcome(t, e, "held-1"), yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_CONFIRMED)
+
+			before := e.eventsSeen()
+			const flood = 300
+			for i := range flood {
+				p.must(event(fmt.Sprintf("flood-%d", i), transcript.Caller, tc.floodSource, 1, 1, "hi"))
+			}
+			e.waitApplied(before, flood)
+			if n := e.srv.store.Len(); n > 40 {
+				t.Errorf("the store holds %d calls, above --max-calls 40", n)
+			}
+
+			p.ask("new-1", "stt")
+			wantOutcome(t, "a new call after the flood", checkOutcome(t, e, "new-1"), yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_CONFIRMED)
+			if snap, _ := e.srv.store.Snapshot("held-1"); !snap.Exists {
+				t.Error("the call whose ALLOW is reserved was evicted by the flood")
+			}
+			if got := counterValue(t, e, "yesguard_transcript_calls_evicted_total", "cause", "pressure"); got < flood-40 {
+				t.Errorf("calls evicted under pressure: %v, want at least %d", got, flood-40)
+			}
+		})
+	}
+}
+
+// A Check in flight on a call keeps it: the flood cannot evict it from
+// under the Check, which then judges the caller's words.
+func TestFloodOfCallIDsSparesACheckInFlight(t *testing.T) {
+	e := startE2E(t, func(c *Config) { c.Limits.MaxCalls, c.Limits.MaxCallsPerPublisher = 40, 40 })
+	p := newFloodPublisher(t, e)
+	p.must(event("wait-1", transcript.Agent, "stt", 1, 1, "Shall I submit your appeal now?"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan *yesguardv1.CheckResponse, 1)
+	go func() {
+		resp, err := e.check(ctx, "wait-1", "submit_appeal", map[string]any{"appeal_id": "A-wait-1"})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- resp
+	}()
+	eventuallyFor(t, "the Check in flight", func() bool { return (&replica{t: t, reg: e.reg}).inFlight() == 1 })
+	before := e.eventsSeen()
+	for i := range 200 {
+		p.must(event(fmt.Sprintf("flood-%d", i), transcript.Caller, "stt", 1, 1, "hi"))
+	}
+	e.waitApplied(before, 200)
+	p.must(event("wait-1", transcript.Caller, "stt", 1, 2, "Yes, please."))
+	wantOutcome(t, "the Check in flight through the flood", <-done, yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_CONFIRMED)
+}
+
+// A flood on one call's subject starved the Checks of other calls: the
+// per-call rate limit dropped its events only after the stream stored
+// them and the guard read them. Now the stream holds at most
+// --max-events-per-call events of a call and refuses the rest to their
+// publisher, who sees why; the guard reads no more of the flood, the
+// flooded call refuses (its next words would be refused too), and the
+// other calls are judged.
+func TestFloodOnOneSubjectIsRefusedAtTheStream(t *testing.T) {
+	const perCall = 50
+	e := startE2E(t, func(c *Config) { c.Limits.MaxEventsPerCall, c.Limits.MaxEventsPerSecond = perCall, 10000 })
+	p := newFloodPublisher(t, e)
+	p.ask("flooded", "stt")
+	var refused error
+	for i := 3; i <= 4*perCall; i++ {
+		err := p.publish(event("flooded", transcript.Caller, "stt", 1, uint64(i), "flood"))
+		if err != nil {
+			refused = err
+			break
+		}
+	}
+	if refused == nil || !strings.Contains(refused.Error(), "maximum messages per subject exceeded") {
+		t.Fatalf("the flood's publisher was told %v, want the stream's per-subject limit", refused)
+	}
+	s, err := jetstream.New(e.srv.nc.Load())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stream(t.Context(), TranscriptStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(t.Context(), jetstream.WithSubjectFilter(DefaultSubjectPrefix+".flooded"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.State.Subjects[DefaultSubjectPrefix+".flooded"]; n != perCall {
+		t.Errorf("the stream holds %d events of the flooded call, want its bound %d", n, perCall)
+	}
+	p.ask("other-1", "stt")
+	wantOutcome(t, "another call", checkOutcome(t, e, "other-1"), yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_CONFIRMED)
+	resp := checkOutcome(t, e, "flooded")
+	wantOutcome(t, "the flooded call", resp, yesguardv1.Outcome_OUTCOME_REFUSE, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+	if !strings.Contains(resp.GetDetail(), "--max-events-per-call") {
+		t.Errorf("the flooded call's refusal %q does not name the limit", resp.GetDetail())
+	}
+	if got := counterValue(t, e, "yesguard_transcript_limit_hits_total", "limit", "events_per_call"); got != 1 {
+		t.Errorf("limit_hits_total{limit=events_per_call} = %v, want 1", got)
+	}
+}
+
+// Overrunning the transcript stream made it discard events before the
+// guard applied them: silently for their publishers. Now a full stream
+// refuses new events to their publishers, who are told and retry with the
+// same message id; nothing it held is discarded; and from 95% full the
+// guard refuses every Check, saying why, until it has room.
+func TestOverrunStreamRefusesPublishersNeverDiscards(t *testing.T) {
+	e := startE2E(t, func(c *Config) { c.TranscriptMaxBytes = 1 << 20 })
+	p := newFloodPublisher(t, e)
+	p.ask("live-1", "stt")
+	wantOutcome(t, "a call before the overrun", checkOutcome(t, e, "live-1"), yesguardv1.Outcome_OUTCOME_ALLOW, yesguardv1.Reason_REASON_CONFIRMED)
+	p.ask("live-2", "stt")                // its Check comes after the overrun
+	text := strings.Repeat("flood ", 680) // about 4 KB
+	var refused error
+	for i := 0; i < 1000 && refused == nil; i++ {
+		refused = p.publish(event(fmt.Sprintf("over-%d", i), transcript.Caller, "flood", 1, 1, text))
+	}
+	if refused == nil || !strings.Contains(refused.Error(), "maximum bytes exceeded") {
+		t.Fatalf("the publisher past the stream's bound was told %v, want the stream's bytes limit", refused)
+	}
+	js, err := jetstream.New(e.srv.nc.Load())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(t.Context(), TranscriptStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Info(t.Context()); err != nil || info.State.FirstSeq != 1 {
+		t.Fatalf("stream state %+v (%v): the stream discarded what it held", info.State, err)
+	}
+	eventuallyFor(t, "the guard sees the stream full", func() bool {
+		in := e.srv.js.ingester.Load()
+		return in != nil && in.Full() != ""
+	})
+	p2 := checkOutcome(t, e, "new-after")
+	wantOutcome(t, "a Check while the stream is full", p2, yesguardv1.Outcome_OUTCOME_REFUSE, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+	if !strings.Contains(p2.GetDetail(), "--transcript-max-bytes") {
+		t.Errorf("the refusal %q does not name the limit", p2.GetDetail())
+	}
+	if got := counterValue(t, e, "yesguard_transcript_limit_hits_total", "limit", "stream_bytes"); got != 1 {
+		t.Errorf("limit_hits_total{limit=stream_bytes} = %v, want 1", got)
+	}
+	// Room again (an operator's purge, or age): every call held stays
+	// uncertain until its agent speaks again.
+	if err := st.Purge(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyFor(t, "the guard sees room again", func() bool { return e.srv.js.ingester.Load().Full() == "" })
+	wantOutcome(t, "a live call after the overrun", checkOutcome(t, e, "live-2"), yesguardv1.Outcome_OUTCOME_REFUSE, yesguardv1.Reason_REASON_TRANSCRIPT_GAP)
+}
+
+// counterValue is the value of the counter name with label = value in
+// e's registry (0 when absent).
+func counterValue(t *testing.T, e *e2e, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
