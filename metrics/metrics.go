@@ -132,6 +132,8 @@ var (
 		"Asynchronous NATS errors (slow consumer, permissions, ...).")
 	ReloadErrors = series(Counter, "", "reload_errors_total",
 		"Reloads (SIGHUP) that failed, by what: policy (with the locales), tokens, tls, approval_keys. What failed keeps what it had.", "what")
+	DecisionsTrimmed = series(Counter, "decision", "records_trimmed_total",
+		"Decision records larger than their bound (64 KiB) trimmed before they were logged and stored: recent turns, then long texts, then arguments and result left out; the record's detail says what.")
 	RedactionErrors = series(Counter, "decision", "redaction_errors_total",
 		"Decision records whose args or result could not be parsed for redaction; the copy written lost them whole.")
 	PagesHostRefused = series(Counter, "http", "pages_host_refused_total",
@@ -151,7 +153,7 @@ var catalogue = []Series{
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations, DedupeUnreadable,
 	NATSConnected, NATSReconnects, NATSErrors,
-	AuthRefused, ReloadErrors, RedactionErrors, PagesHostRefused,
+	AuthRefused, ReloadErrors, RedactionErrors, DecisionsTrimmed, PagesHostRefused,
 	BuildInfo,
 }
 

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/yesguard/yesguard/decisions"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
 )
@@ -271,4 +275,114 @@ func counterValue(t *testing.T, e *e2e, name, label, value string) float64 {
 		}
 	}
 	return 0
+}
+
+// notePolicy has a tool that needs no confirmation: each Check of it is
+// an ALLOW at once, so a test can stuff a call with records quickly.
+const notePolicy = "tools:\n  note:\n    confirm: false\n"
+
+// stuff writes n records of about 60 KB (their arguments) on call, eight
+// Checks at a time.
+func stuff(t *testing.T, client yesguardv1.GuardClient, call string, n int) {
+	t.Helper()
+	blob := strings.Repeat("x", 60000)
+	sem := make(chan struct{}, 8)
+	errs := make(chan error, n)
+	for i := range n {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			args, err := structpb.NewStruct(map[string]any{"n": i, "blob": blob})
+			if err != nil {
+				errs <- err
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			resp, err := client.Check(ctx, &yesguardv1.CheckRequest{CallId: call, Tool: "note", Args: args})
+			if err == nil && resp.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW {
+				err = fmt.Errorf("check %d: %v %v", i, resp.GetOutcome(), resp.GetReason())
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A call stuffed with large decision records broke the audit tools:
+// ListDecisions answered ResourceExhausted (60 MB against gRPC's 4 MB), a
+// page view rendered 630 MB of HTML, and reading the records dropped the
+// connection the Checks ran on. Now a record is bounded, a ListDecisions
+// page ends at its byte budget with a token for the next, the call page
+// shows one page with a link to the next, and the records are read on a
+// NATS connection of their own.
+func TestStuffedCallPagesUnderTheLimits(t *testing.T) {
+	e := startE2E(t, withPolicy(notePolicy), func(c *Config) { c.HTTPAddr = "127.0.0.1:0" })
+	const call, n = "stuffed", 80 // 80 records of 60 KB: 4.8 MB, over gRPC's 4 MiB
+	stuff(t, e.client, call, n)
+
+	main, audit := e.srv.nc.Load(), e.srv.auditNC.Load()
+	if audit == nil || audit == main {
+		t.Fatal("the decision records are read on the Checks' own connection")
+	}
+	mainIn, auditIn := main.Stats().InBytes, audit.Stats().InBytes
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	seen, pages := map[string]bool{}, 0
+	for token := ""; ; {
+		resp, err := e.client.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: call, PageToken: token, IncludeTranscript: true})
+		if err != nil {
+			t.Fatalf("ListDecisions page %d: %v", pages+1, err)
+		}
+		pages++
+		if size := proto.Size(resp); size > 4<<20 {
+			t.Errorf("page %d is %d bytes, over gRPC's 4 MiB", pages, size)
+		}
+		for _, d := range resp.GetDecisions() {
+			if proto.Size(d) > decisions.MaxRecordBytes {
+				t.Errorf("record %s is %d bytes, over the bound", d.GetDecisionId(), proto.Size(d))
+			}
+			seen[d.GetDecisionId()] = true
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if len(seen) != n || pages < 2 {
+		t.Errorf("paged through %d records in %d pages, want %d in at least 2", len(seen), pages, n)
+	}
+	if got := audit.Stats().InBytes - auditIn; got < 4<<20 {
+		t.Errorf("the audit connection read %d bytes, want the records' 4.8 MB", got)
+	}
+	if got := main.Stats().InBytes - mainIn; got > 1<<20 {
+		t.Errorf("the Checks' connection read %d bytes while the records were listed", got)
+	}
+
+	// The call page: one page of records, and a link to the next.
+	pageURL := "http://" + e.srv.HTTPAddr() + "/calls/" + call
+	for pages = 0; pageURL != ""; pages++ {
+		code, body := httpGet(t, pageURL)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d\n%.500s", pageURL, code, body)
+		}
+		if len(body) > 8<<20 {
+			t.Errorf("call page %d is %d bytes", pages+1, len(body))
+		}
+		pageURL = ""
+		if _, rest, ok := strings.Cut(body, `<a href="/calls/`+call+`?`); ok && strings.Contains(rest[:200], "Next records") {
+			href, _, _ := strings.Cut(rest, `"`)
+			pageURL = "http://" + e.srv.HTTPAddr() + "/calls/" + call + "?" + strings.ReplaceAll(href, "&amp;", "&")
+		}
+		if pages > n {
+			t.Fatal("the call pages never end")
+		}
+	}
+	if want := (n + 49) / 50; pages != want {
+		t.Errorf("the call took %d pages, want %d", pages, want)
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/yesguard/yesguard/approval"
 	"github.com/yesguard/yesguard/auth"
+	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/guard"
 	"github.com/yesguard/yesguard/metrics"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
@@ -155,6 +156,13 @@ func (s *Service) redacted(d *yesguardv1.Decision) *yesguardv1.Decision {
 // the store. The caller may have gone: the store is given a context that
 // its cancellation does not end.
 func (s *Service) write(ctx context.Context, d *yesguardv1.Decision) {
+	// One record never grows the log line, the stored message or a
+	// ListDecisions page past its bound.
+	if b, trimmed := decisions.Bound(d); trimmed {
+		d = b
+		s.m.trimmed.Inc()
+		s.cfg.Logger.Warn("decision record trimmed to its bound (decisions.MaxRecordBytes)", zap.String("decision_id", d.GetDecisionId()), zap.String("detail", d.GetEvidence().GetDetail()))
+	}
 	if cw, ok := s.cfg.Sink.(CallerSink); ok {
 		// Who asked, per decision: the identity the interceptors found.
 		id, _ := auth.FromContext(ctx)

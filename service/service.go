@@ -111,6 +111,7 @@ type serviceMetrics struct {
 	completions   *prometheus.CounterVec   // result
 	hits          *prometheus.CounterVec   // kind
 	redeems       *prometheus.CounterVec   // reason
+	trimmed       prometheus.Counter
 }
 
 // New builds a service over cfg.Engine.
@@ -129,6 +130,7 @@ func New(cfg Config) *Service {
 		completions:   metrics.NewCounterVec(reg, metrics.Completions),
 		hits:          metrics.NewCounterVec(reg, metrics.DedupeHits),
 		redeems:       metrics.NewCounterVec(reg, metrics.Redeems),
+		trimmed:       metrics.NewCounter(reg, metrics.DecisionsTrimmed),
 	}}
 }
 
