@@ -54,7 +54,7 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall i
 // connection is down, Add queues at once and List and Recent fail at once
 // (ErrUnavailable): no answer waits for a NATS that is not there.
 type Stream struct {
-	js     jetstream.JetStream
+	js jetstream.JetStream
 	// read serves List and Recent: js, or a connection of their own
 	// (ReadOn), so that a reader of large pages never slows the
 	// connection Checks store their records and read the transcript on.
