@@ -351,13 +351,9 @@ func (in *StreamIngester) probeLive(ctx context.Context) {
 	}
 }
 
-// fullShare: the stream counts as full once less than 1/fullShare of its
-// MaxBytes is free.
-const fullShare = 20
-
 // Full says why the transcript stream counts as full, or "" when it does
-// not. While it is, the stream refuses events to their publishers, and
-// the guard cannot know whose: every Check must refuse.
+// not: it may refuse the next event to its publisher, and the guard cannot
+// know whose it refused, so every Check must refuse.
 func (in *StreamIngester) Full() string {
 	if p := in.full.Load(); p != nil {
 		return *p
@@ -365,14 +361,27 @@ func (in *StreamIngester) Full() string {
 	return ""
 }
 
-// watchFull asks the stream, every catch-up step (100 ms), how full it
-// is. Past its MaxBytes the stream refuses new events (DiscardNew): their
-// publishers are told and retry, but the guard never sees what was
-// refused, so from 95% full it marks every call held uncertain and the
-// feed behind, before the stream refuses anything (unless 5% of it is
-// written within one step). When the stream has room again it marks every
-// call held uncertain once more: a call made meanwhile may be missing
-// what was refused. Each stays uncertain until its agent speaks again.
+// roomShare: from 1/roomShare free or less, the ingester makes room in
+// the stream.
+const roomShare = 10
+
+// watchFull asks the stream, every catch-up step (100 ms), how full it is.
+// Past its MaxBytes the stream refuses new events (DiscardNew): their
+// publishers are told and retry with the same message id, but the guard
+// never sees what was refused. So:
+//   - From 90% full it makes room: it purges the older half of the
+//     stream's messages, never one this replica has not applied. What it
+//     purges it holds already; a restart replays less of it (a call whose
+//     first events are gone is uncertain until its agent speaks again),
+//     and a replica that had not applied it sees the hole and marks its
+//     calls uncertain, as for any discard.
+//   - When there is no room left for one more event of the largest size
+//     (it could not purge: this replica lags the flood), the stream may be
+//     refusing events: the ingester counts as full (Full), every call held
+//     is marked uncertain and every Check refuses, until there is room
+//     again, when every call held is marked uncertain once more (a call
+//     made meanwhile may be missing what was refused). Each stays
+//     uncertain until its agent speaks again.
 func (in *StreamIngester) watchFull(ctx context.Context) {
 	in.mu.Lock()
 	s := in.jsStream
@@ -381,19 +390,38 @@ func (in *StreamIngester) watchFull(ctx context.Context) {
 		return
 	}
 	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
 	info, err := s.Info(ictx)
-	cancel()
 	if err != nil || info.Config.MaxBytes <= 0 {
 		return
 	}
 	max := uint64(info.Config.MaxBytes)
-	full := info.State.Bytes+max/fullShare >= max
+	st := info.State
+	if st.Bytes+max/roomShare >= max && st.Msgs > 1 {
+		half := st.FirstSeq + st.Msgs/2
+		if upTo := min(half, in.applied.Load()+1); upTo > st.FirstSeq {
+			if err := s.Purge(ictx, jetstream.WithPurgeSequence(upTo)); err != nil {
+				in.log.Warn("transcript stream nearly full, and making room failed", zap.Error(err))
+			} else {
+				if in.m != nil {
+					in.m.LimitHits.WithLabelValues(LimitStreamBytes).Inc()
+				}
+				in.log.Warn("transcript stream nearly full: purged its oldest events, all applied here, to make room (--transcript-max-bytes)",
+					zap.Uint64("bytes", st.Bytes), zap.Uint64("max_bytes", max), zap.Uint64("purged_below_seq", upTo))
+				if info, err = s.Info(ictx); err != nil {
+					return
+				}
+				st = info.State
+			}
+		}
+	}
+	full := st.Bytes+uint64(msgSizeOr(info.Config.MaxMsgSize, 1<<20)) > max
 	if full == (in.full.Load() != nil) {
 		return
 	}
 	if full {
-		why := fmt.Sprintf("the transcript stream holds %d of its %d bytes (%s): it refuses new events to their publishers, who retry them, and the guard cannot tell whose were refused",
-			info.State.Bytes, max, LimitFlags[LimitStreamBytes])
+		why := fmt.Sprintf("the transcript stream holds %d of its %d bytes (%s) and this replica could not make room: it refuses new events to their publishers, who retry them, and the guard cannot tell whose were refused",
+			st.Bytes, max, LimitFlags[LimitStreamBytes])
 		in.full.Store(&why)
 		calls := in.store.MarkLost(why)
 		if in.m != nil {
@@ -403,9 +431,17 @@ func (in *StreamIngester) watchFull(ctx context.Context) {
 	} else {
 		in.full.Store(nil)
 		calls := in.store.MarkLost("the transcript stream was full moments ago and refused events to their publishers; the caller's latest words may be missing until the agent speaks again")
-		in.log.Info("transcript stream has room again", zap.Uint64("bytes", info.State.Bytes), zap.Int("calls_uncertain", calls))
+		in.log.Info("transcript stream has room again", zap.Uint64("bytes", st.Bytes), zap.Int("calls_uncertain", calls))
 	}
 	in.onChange()
+}
+
+// msgSizeOr is a stream's MaxMsgSize, or def when it sets none (-1 or 0).
+func msgSizeOr(v int32, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return int(v)
 }
 
 func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
