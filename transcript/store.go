@@ -382,25 +382,31 @@ func (s *Store) full(pub string, idLen int) string {
 
 // Bounds of makeRoom's search: it looks at up to roomSample calls in each
 // of up to roomShards shards, and for one of pub's own at up to roomScan
-// calls a shard in every shard until it found one, and evicts the least
-// recently active it may.
+// calls a shard in every shard until it found some, and evicts the
+// roomBatch least recently active it may: one search makes room for the
+// next calls of a flood too.
 const (
 	roomShards = 8
 	roomSample = 16
 	roomScan   = 512
+	roomBatch  = 16
 )
 
-// makeRoom evicts one call that never had a Check and has none in flight
-// (cause "pressure"), the least recently active of a sample: of pub's own
-// calls when own, else of anyone's. It reports whether it evicted one.
-// The caller holds no shard lock.
+// makeRoom evicts up to roomBatch calls that never had a Check and have
+// none in flight (cause "pressure"), the least recently active of a
+// sample: of pub's own calls when own, else of anyone's. It reports
+// whether it evicted one. The caller holds no shard lock.
 func (s *Store) makeRoom(pub string, own bool) bool {
+	type candidate struct {
+		c      *call
+		id     string
+		sh     *shard
+		active time.Time // c.lastActive, read under the shard's lock
+	}
+	var found []candidate
 	start := rand.N(numShards)
-	var best *call
-	var bestID string
-	var bestShard *shard
 	for k := 0; k < numShards; k++ {
-		if k >= roomShards && (!own || best != nil) {
+		if k >= roomShards && (!own || len(found) > 0) {
 			break
 		}
 		sh := &s.shards[(start+k)%numShards]
@@ -414,22 +420,23 @@ func (s *Store) makeRoom(pub string, own bool) bool {
 				continue
 			}
 			seen++
-			if best == nil || c.lastActive.Before(best.lastActive) {
-				best, bestID, bestShard = c, id, sh
-			}
+			found = append(found, candidate{c, id, sh, c.lastActive})
 		}
 		sh.mu.RUnlock()
 	}
-	if best == nil {
-		return false
+	// A call touched since it was sampled only sorts a little wrong; one
+	// checked since is kept (below).
+	slices.SortFunc(found, func(a, b candidate) int { return a.active.Compare(b.active) })
+	evicted := false
+	for _, f := range found[:min(len(found), roomBatch)] {
+		f.sh.mu.Lock()
+		if c := f.sh.calls[f.id]; c == f.c && !c.checked && c.holds == 0 {
+			s.evictLocked(f.sh, f.id, c, "pressure")
+			evicted = true
+		}
+		f.sh.mu.Unlock()
 	}
-	bestShard.mu.Lock()
-	defer bestShard.mu.Unlock()
-	if c := bestShard.calls[bestID]; c != best || c.checked || c.holds > 0 {
-		return false // changed meanwhile: the caller finds no room
-	}
-	s.evictLocked(bestShard, bestID, best, "pressure")
-	return true
+	return evicted
 }
 
 // hold is Store.Hold.
