@@ -60,10 +60,12 @@ type Limits struct {
 	// (the least recently active of a sample; cause "pressure"), and is
 	// rejected only when none can go.
 	MaxCalls int
-	// MaxCallsPerPublisher bounds the calls one publisher holds: its
-	// account or user where the transcript message names one (the
-	// Nats-Request-Info header NATS adds across an account import), with
-	// the event's source. A publisher at its bound evicts its own
+	// MaxCallsPerPublisher bounds the calls one publisher holds: the
+	// source of the event that made the call ("" for events without one).
+	// (JetStream strips the Nats-Request-Info header that names a
+	// message's account and user before it stores the message, so the
+	// transcript stream cannot say which connection published it.) A
+	// publisher at its bound evicts its own
 	// least recently active call that never had a Check to start
 	// another; when every call of its own had one, its new call is
 	// rejected (reason "publisher_calls"). So a flood of fresh call ids
@@ -273,11 +275,6 @@ type Meta struct {
 	// never have arrived); the gap says it may also be older than the
 	// replay.
 	Replay bool
-	// Publisher names who published it, as NATS vouches for it (the
-	// account and user of its Nats-Request-Info header); "" when the
-	// message names none. With the event's source it is the publisher
-	// Limits.MaxCallsPerPublisher counts against.
-	Publisher string
 }
 
 // ApplyMeta is Apply with how the event arrived.

@@ -225,7 +225,7 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 	}
 
 	sh := s.shardOf(ev.CallID)
-	pub := publisherOf(&ev, meta)
+	pub := publisherOf(&ev)
 	sh.mu.Lock()
 	c := sh.calls[ev.CallID]
 	created := false
@@ -356,10 +356,8 @@ func (s *Store) markAtLimit(c *call, atLimit bool) {
 }
 
 // publisherOf names who published ev, for MaxCallsPerPublisher: the
-// account or user NATS vouched for, and the source the event claims.
-func publisherOf(ev *Event, meta Meta) string {
-	return meta.Publisher + "/" + ev.Source
-}
+// source the event claims.
+func publisherOf(ev *Event) string { return ev.Source }
 
 // full says which limit a new call of pub with an id of idLen bytes
 // would pass ("" when none): MaxCallsPerPublisher, MaxCalls or

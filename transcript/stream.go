@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -489,7 +487,7 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 	ev, err := Decode(in.prefix, msg.Subject(), msg.Data(), in.limits)
 	if err != nil {
 		rejected(in.log, in.m, in.store, in.prefix, msg.Subject(), msg.Data(), err, zap.Uint64("stream_seq", seq))
-	} else if ok, reason := in.store.ApplyMeta(ev, Meta{At: meta.Timestamp, StreamSeq: seq, Replay: seq <= in.replayUntil.Load(), Publisher: publisherHeader(msg.Headers())}); !ok {
+	} else if ok, reason := in.store.ApplyMeta(ev, Meta{At: meta.Timestamp, StreamSeq: seq, Replay: seq <= in.replayUntil.Load()}); !ok {
 		dropped(in.log, in.m, in.store, ev, reason, zap.Uint64("stream_seq", seq))
 	}
 	in.lastStored.Store(meta.Timestamp.UnixNano())
@@ -501,39 +499,6 @@ func (in *StreamIngester) handle(msg jetstream.Msg) {
 	if in.nSettling.Load() > 0 {
 		in.wakeSettled(seq)
 	}
-}
-
-// publisherHeader is who NATS says published a message: the account and
-// user of its Nats-Request-Info header, which the server writes (over
-// anything the publisher sent) when the message crosses an account's
-// service import, as the transcripts do into the guard's account; "" when
-// there is none.
-func publisherHeader(h nats.Header) string {
-	info := h.Get("Nats-Request-Info")
-	if info == "" {
-		return ""
-	}
-	acc, user := jsonField(info, "acc"), jsonField(info, "user")
-	if user == "" {
-		return acc
-	}
-	return acc + ":" + user
-}
-
-// jsonField is the string value of the top-level key in the small JSON
-// object obj, as NATS writes its client info (no escapes in names); ""
-// when absent.
-func jsonField(obj, key string) string {
-	i := strings.Index(obj, `"`+key+`":"`)
-	if i < 0 {
-		return ""
-	}
-	rest := obj[i+len(key)+4:]
-	j := strings.IndexByte(rest, '"')
-	if j < 0 {
-		return ""
-	}
-	return rest[:j]
 }
 
 // discarded marks every call held uncertain: the stream sequences from
