@@ -86,7 +86,7 @@ type StreamIngester struct {
 	jsStream jetstream.Stream
 	cc       jetstream.ConsumeContext
 	cancel   context.CancelFunc
-	done     chan struct{}
+	done     chan struct{} // closed when catchUpLoop and fullLoop have returned
 
 	// settling are the Settle calls waiting for a stream sequence to be
 	// applied; nSettling counts them, so that handle looks only when some
@@ -190,7 +190,12 @@ func (in *StreamIngester) Start(ctx context.Context) error {
 	in.consumer, in.jsStream, in.cc = cons, s, cc
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	in.cancel, in.done = cancel, make(chan struct{})
-	go in.catchUpLoop(lctx)
+	var loops sync.WaitGroup
+	loops.Go(func() { in.catchUpLoop(lctx) })
+	// Apart: a stream info that waits on an election must not hold up
+	// the catch-up loop's answers.
+	loops.Go(func() { in.fullLoop(lctx) })
+	go func() { loops.Wait(); close(in.done) }()
 	return nil
 }
 
@@ -270,7 +275,6 @@ func (in *StreamIngester) Behind(now time.Time) string {
 // pending and everything it delivered has been applied. It asks the server
 // while behind, at most every catchUpStep; it does nothing while caught up.
 func (in *StreamIngester) catchUpLoop(ctx context.Context) {
-	defer close(in.done)
 	t := time.NewTicker(catchUpStep)
 	defer t.Stop()
 	for n := 0; ; n++ {
@@ -279,7 +283,6 @@ func (in *StreamIngester) catchUpLoop(ctx context.Context) {
 		} else if n%probeEvery == 0 {
 			in.probeLive(ctx)
 		}
-		in.watchFull(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -363,7 +366,21 @@ func (in *StreamIngester) Full() string {
 // the stream.
 const roomShare = 10
 
-// watchFull asks the stream, every catch-up step (100 ms), how full it is.
+// fullLoop runs watchFull every catch-up step until ctx ends.
+func (in *StreamIngester) fullLoop(ctx context.Context) {
+	t := time.NewTicker(catchUpStep)
+	defer t.Stop()
+	for {
+		in.watchFull(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// watchFull asks the stream how full it is (every catch-up step, 100 ms).
 // Past its MaxBytes the stream refuses new events (DiscardNew): their
 // publishers are told and retry with the same message id, but the guard
 // never sees what was refused. So:
