@@ -58,7 +58,7 @@ func (l *Limits) explain(reason string) string {
 	case ReasonRateLimited:
 		return fmt.Sprintf("more than %d events a second on this call (%s): the event is dropped", l.MaxEventsPerSecond, LimitFlags[LimitEventsPerSecond])
 	case ReasonPublisherCalls:
-		return fmt.Sprintf("this publisher holds %d calls, its limit (%s), each of which had a Check: a new call's events are dropped until its calls end or idle out", l.MaxCallsPerPublisher, LimitFlags[LimitPublisherCalls])
+		return fmt.Sprintf("this publisher (source) holds %d calls, its limit (%s), and none of them could be evicted (each had a Check): a new call's events are dropped until its calls end or idle out", l.MaxCallsPerPublisher, LimitFlags[LimitPublisherCalls])
 	}
 	return ""
 }
