@@ -198,7 +198,15 @@ func (s *Memory) List(_ context.Context, callID string, size int, token string) 
 			}
 		}
 	}
-	end := min(start+size, len(c.list))
+	end, used := start, 0
+	for end < min(start+size, len(c.list)) {
+		sz := proto.Size(c.list[end])
+		if !fits(used, sz) {
+			break // the page's byte budget (MaxPageBytes)
+		}
+		used += sz
+		end++
+	}
 	page := append([]*yesguardv1.Decision(nil), c.list[start:end]...)
 	next := ""
 	if end < len(c.list) && len(page) > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 )
@@ -53,7 +54,11 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall i
 // connection is down, Add queues at once and List and Recent fail at once
 // (ErrUnavailable): no answer waits for a NATS that is not there.
 type Stream struct {
-	js     jetstream.JetStream
+	js jetstream.JetStream
+	// read serves List and Recent: js, or a connection of their own
+	// (ReadOn), so that a reader of large pages never slows the
+	// connection Checks store their records and read the transcript on.
+	read   jetstream.JetStream
 	stream string
 	prefix string
 
@@ -76,13 +81,20 @@ var ErrUnavailable = errors.New("decisions: NATS is not connected")
 // connected reports whether the stream can be asked now.
 func (s *Stream) connected() bool { return s.js.Conn().IsConnected() }
 
+// readable reports whether List and Recent can ask the stream now.
+func (s *Stream) readable() bool { return s.read.Conn().IsConnected() }
+
+// ReadOn makes List and Recent read on js, a connection of their own, from
+// now on. Call it before the store is used.
+func (s *Stream) ReadOn(js jetstream.JetStream) { s.read = js }
+
 // retryQueue bounds the records waiting to be stored again.
 const retryQueue = 16384
 
 // NewStream returns a store on the stream named stream, whose subjects are
 // <prefix>.>. Close stops its retries.
 func NewStream(js jetstream.JetStream, stream, prefix string) *Stream {
-	s := &Stream{js: js, stream: stream, prefix: prefix, retry: make(chan *yesguardv1.Decision, retryQueue), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Stream{js: js, read: js, stream: stream, prefix: prefix, retry: make(chan *yesguardv1.Decision, retryQueue), stop: make(chan struct{}), done: make(chan struct{})}
 	go s.retrier()
 	return s
 }
@@ -197,11 +209,14 @@ func (s *Stream) publish(ctx context.Context, d *yesguardv1.Decision) error {
 // listWait bounds how long List waits for a page's messages.
 const listWait = 5 * time.Second
 
+// listBatch bounds the messages one fetch of List asks for.
+const listBatch = 64
+
 // List reads a page of the call's records from the stream. Its token is
 // the stream sequence the next page starts at.
 func (s *Stream) List(ctx context.Context, callID string, size int, token string) ([]*yesguardv1.Decision, string, error) {
 	size = pageSize(size)
-	if !s.connected() {
+	if !s.readable() {
 		return nil, "", ErrUnavailable
 	}
 	cfg := jetstream.ConsumerConfig{
@@ -223,7 +238,7 @@ func (s *Stream) List(ctx context.Context, callID string, size int, token string
 	var err error
 	for attempt := 0; ; attempt++ {
 		// A cluster electing a leader answers no one for a moment.
-		if cons, err = s.js.CreateConsumer(ctx, s.stream, cfg); err == nil || attempt == 4 || ctx.Err() != nil {
+		if cons, err = s.read.CreateConsumer(ctx, s.stream, cfg); err == nil || attempt == 4 || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
@@ -231,34 +246,52 @@ func (s *Stream) List(ctx context.Context, callID string, size int, token string
 	if err != nil {
 		return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
 	}
-	defer func() { _ = s.js.DeleteConsumer(context.WithoutCancel(ctx), s.stream, cons.CachedInfo().Name) }()
+	defer func() { _ = s.read.DeleteConsumer(context.WithoutCancel(ctx), s.stream, cons.CachedInfo().Name) }()
 	pending := cons.CachedInfo().NumPending
 	if pending == 0 {
 		return nil, "", nil
 	}
 	want := min(uint64(size), pending)
 	var out []*yesguardv1.Decision
-	var last uint64
+	var last uint64           // the stream sequence of the last message the page took
+	used := 0                 // the page's bytes (MaxPageBytes)
+	full := false             // the page ended at its byte budget, before a record
 	seen := map[string]bool{} // a record the spool stored twice is listed once
-	for n := uint64(0); n < want; {
-		batch, err := cons.Fetch(int(want-n), jetstream.FetchMaxWait(listWait))
+	for n := uint64(0); n < want && !full; {
+		// Small batches: the messages fetched past the budget are read
+		// for nothing, and what one fetch holds is in memory at once.
+		batch, err := cons.Fetch(int(min(want-n, listBatch)), jetstream.FetchMaxWait(listWait))
 		if err != nil {
 			return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
 		}
 		got := uint64(0)
 		for msg := range batch.Messages() {
 			got++
+			if full {
+				continue // drained, not taken: the next page starts at it
+			}
+			seq := uint64(0)
+			if meta, err := msg.Metadata(); err == nil {
+				seq = meta.Sequence.Stream
+			}
 			d := new(yesguardv1.Decision)
 			if err := protojson.Unmarshal(msg.Data(), d); err != nil {
+				last = max(last, seq)
 				continue // not a record: skipped, never fatal
 			}
-			if meta, err := msg.Metadata(); err == nil {
-				last = meta.Sequence.Stream
+			if seen[d.GetDecisionId()] {
+				last = max(last, seq)
+				continue
 			}
-			if !seen[d.GetDecisionId()] {
-				seen[d.GetDecisionId()] = true
-				out = append(out, d)
+			sz := proto.Size(d)
+			if !fits(used, sz) {
+				full = true
+				continue
 			}
+			used += sz
+			last = max(last, seq)
+			seen[d.GetDecisionId()] = true
+			out = append(out, d)
 		}
 		if err := batch.Error(); err != nil && got == 0 {
 			return nil, "", fmt.Errorf("decisions: read %s: %w", callID, err)
@@ -269,7 +302,7 @@ func (s *Stream) List(ctx context.Context, callID string, size int, token string
 		n += got
 	}
 	next := ""
-	if pending > want && last != 0 {
+	if (pending > want || full) && last != 0 {
 		next = strconv.FormatUint(last+1, 10)
 	}
 	return out, next, nil
@@ -291,10 +324,10 @@ func (s *Stream) Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision,
 	if limit <= 0 || limit > recentCalls {
 		limit = recentCalls
 	}
-	if !s.connected() {
+	if !s.readable() {
 		return nil, ErrUnavailable
 	}
-	st, err := s.js.Stream(ctx, s.stream)
+	st, err := s.read.Stream(ctx, s.stream)
 	if err != nil {
 		return nil, fmt.Errorf("decisions: recent calls: %w", err)
 	}
@@ -306,14 +339,14 @@ func (s *Stream) Recent(ctx context.Context, limit int) ([]*yesguardv1.Decision,
 	if state.LastSeq >= recentScan && state.LastSeq-recentScan+1 > start {
 		start = state.LastSeq - recentScan + 1
 	}
-	cons, err := s.js.CreateConsumer(ctx, s.stream, jetstream.ConsumerConfig{
+	cons, err := s.read.CreateConsumer(ctx, s.stream, jetstream.ConsumerConfig{
 		FilterSubject: s.prefix + ".>", DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
 		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Minute, MemoryStorage: true, Replicas: 1,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decisions: recent calls: %w", err)
 	}
-	defer func() { _ = s.js.DeleteConsumer(context.WithoutCancel(ctx), s.stream, cons.CachedInfo().Name) }()
+	defer func() { _ = s.read.DeleteConsumer(context.WithoutCancel(ctx), s.stream, cons.CachedInfo().Name) }()
 	newest := map[string]*yesguardv1.Decision{}
 	headline := map[string]*yesguardv1.Decision{}
 	for left := cons.CachedInfo().NumPending; left > 0; {

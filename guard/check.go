@@ -77,6 +77,9 @@ func (g *Guard) now() time.Time { return g.cfg.Now() }
 func (g *Guard) Check(ctx context.Context, req Request) *Verdict {
 	g.inFlight.Inc()
 	defer g.inFlight.Dec()
+	// A call a Check asks about is never evicted to make room for new
+	// calls, and not at all while the Check runs.
+	defer g.cfg.Store.Hold(req.CallID)()
 	rs := g.rules.Load()
 	if req.DecisionID == "" {
 		req.DecisionID = ulid.Make().String()

@@ -103,9 +103,9 @@ var (
 	ActiveCalls = series(Gauge, "transcript", "active_calls",
 		"Calls whose transcript state is held.")
 	CallsEvicted = series(Counter, "transcript", "calls_evicted_total",
-		"Calls whose state was dropped, by cause: idle, ended.", "cause")
+		"Calls whose state was dropped, by cause: idle, ended, pressure (evicted, never having had a Check, to make room for a new call under --max-calls or --max-calls-per-publisher).", "cause")
 	LimitHits = series(Counter, "transcript", "limit_hits_total",
-		"Times a transcript limit was hit, by limit: text_bytes, lang_bytes, response_id_bytes, source_bytes, calls, total_bytes, events_per_second (the event was dropped) or call_bytes (a call's oldest utterances were dropped).", "limit")
+		"Times a transcript limit was hit, by limit: text_bytes, lang_bytes, response_id_bytes, source_bytes, calls, publisher_calls, total_bytes, events_per_second (the event was dropped), call_bytes (a call's oldest utterances were dropped), events_per_call (the transcript stream holds a call's bound and refuses its next events) or stream_bytes (the transcript stream is nearly full and refuses events; every Check refuses).", "limit")
 	GRPCEvents = series(Counter, "transcript", "grpc_events_total",
 		"Transcript events sent over gRPC (PublishTranscript), by result: stored, duplicate (the stream held it already), rejected (not stored: a rule or limit of the ingesters, or bad numbering) or failed (the stream did not acknowledge it).", "result")
 	StoreBytes = series(Gauge, "transcript", "store_bytes",
@@ -138,6 +138,8 @@ var (
 		"Reloads (SIGHUP) that failed, by what: policy (with the locales), tokens, tls, approval_keys. What failed keeps what it had.", "what")
 	DecisionsUnencodable = series(Counter, "decision", "unencodable_total",
 		"Decision records that held a field no writer can encode (a timestamp outside years 1 to 9999, a string that is not UTF-8): the field was replaced, the record written, and its detail names the field.")
+	DecisionsTrimmed = series(Counter, "decision", "records_trimmed_total",
+		"Decision records larger than their bound (64 KiB) trimmed before they were logged and stored: recent turns, then long texts, then arguments and result left out; the record's detail says what.")
 	RedactionErrors = series(Counter, "decision", "redaction_errors_total",
 		"Decision records whose args or result could not be parsed for redaction; the copy written lost them whole.")
 	PagesHostRefused = series(Counter, "http", "pages_host_refused_total",
@@ -157,7 +159,7 @@ var catalogue = []Series{
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations, DedupeUnreadable,
 	NATSConnected, NATSReconnects, NATSErrors,
-	AuthRefused, ReloadErrors, RedactionErrors, DecisionsUnencodable, PagesHostRefused,
+	AuthRefused, ReloadErrors, RedactionErrors, DecisionsUnencodable, DecisionsTrimmed, PagesHostRefused,
 	BuildInfo,
 }
 

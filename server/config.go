@@ -384,6 +384,8 @@ func (c *Config) Validate() error {
 		{"limits.idle_ttl", int64(c.Limits.IdleTTL)},
 		{"limits.ended_ttl", int64(c.Limits.EndedTTL)},
 		{"limits.max_calls", int64(c.Limits.MaxCalls)},
+		{"limits.max_calls_per_publisher", int64(c.Limits.MaxCallsPerPublisher)},
+		{"limits.max_events_per_call", int64(c.Limits.MaxEventsPerCall)},
 	} {
 		if f.v <= 0 {
 			bad(f.key, fmt.Errorf("must be above 0, got %d", f.v))

@@ -10,12 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/approval"
+	"github.com/yesguard/yesguard/auth"
 	"github.com/yesguard/yesguard/decisions"
 	"github.com/yesguard/yesguard/dedupe"
 	"github.com/yesguard/yesguard/metrics"
@@ -257,7 +259,7 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	}
 	c := &s.cfg
 	tstream := TranscriptStreamName(c.SubjectPrefix)
-	tcfg := transcript.StreamConfig(tstream, c.SubjectPrefix, c.TranscriptRetention, c.TranscriptMaxBytes, c.DuplicateWindow, c.JSReplicas)
+	tcfg := transcript.StreamConfig(tstream, c.SubjectPrefix, c.TranscriptRetention, c.TranscriptMaxBytes, int64(c.Limits.MaxEventsPerCall), c.DuplicateWindow, c.JSReplicas)
 	// A message larger than the limits let an event be is refused at the
 	// publish (the publisher's ack says so), never stored.
 	tcfg.MaxMsgSize = int32(min(c.Limits.MaxEventBytes(), 1<<30))
@@ -294,6 +296,14 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 	}
 	if s.js.store.Load() == nil {
 		st := decisions.NewStream(js, DecisionStream, decisions.DefaultSubjectPrefix)
+		// ListDecisions and the call pages read on a connection of their
+		// own: a slow reader of large pages can never slow, or get
+		// dropped, the connection the Checks run on.
+		if ajs, err := s.auditJetStream(); err != nil {
+			s.log.Warn("the decision records are read on the guard's own NATS connection", zap.Error(err))
+		} else {
+			st.ReadOn(ajs)
+		}
 		// Records queued in an outage survive a crash (spool.go).
 		spool := filepath.Join(c.DataDir, "spool")
 		if n, err := st.OpenSpool(spool); err != nil {
@@ -328,6 +338,34 @@ func (s *Server) trySetUpJetStream(ctx context.Context) error {
 		zap.String("transcript_stream", tstream), zap.String("decision_stream", DecisionStream),
 		zap.String("bucket", StateBucket), zap.String("approvals_bucket", ApprovalsBucket), zap.Int("replicas", c.JSReplicas))
 	return nil
+}
+
+// auditJetStream connects the audit connection (once), on which the
+// decision records are read: the guard's credentials and inbox, no
+// handlers (its state drives no health), reconnecting as the main one.
+func (s *Server) auditJetStream() (jetstream.JetStream, error) {
+	nc := s.auditNC.Load()
+	if nc == nil {
+		opts := append([]nats.Option{
+			nats.Name("yesguard-audit"),
+			nats.CustomInboxPrefix(InboxPrefix),
+			nats.MaxReconnects(-1),
+			nats.ReconnectWait(natsReconnectWait),
+			nats.ReconnectBufSize(-1),
+		}, s.natsAuth...)
+		if s.ns != nil {
+			opts = append(opts, nats.InProcessServer(s.ns))
+		} else {
+			opts = append(opts, nats.RetryOnFailedConnect(true))
+		}
+		c, err := nats.Connect(s.natsURL, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("audit connection: %s", auth.RedactURLs(err.Error()))
+		}
+		s.auditNC.Store(c)
+		nc = c
+	}
+	return jetstream.New(nc)
 }
 
 // waitJetStream waits, within ctx, for the state to be set up.
@@ -389,6 +427,9 @@ func (s *Server) stopJetStream(ctx context.Context) error {
 		if err := st.Close(ctx); err != nil {
 			s.log.Error("decision records queued for the decision stream were not stored before the stop (they are in the decision log)", zap.Error(err))
 		}
+	}
+	if nc := s.auditNC.Load(); nc != nil {
+		nc.Close()
 	}
 	return errors.Join(errs...)
 }

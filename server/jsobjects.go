@@ -169,6 +169,7 @@ func streamDiffers(got, want jetstream.StreamConfig) []string {
 	add("max_age", got.MaxAge == want.MaxAge)
 	add("max_bytes", got.MaxBytes == want.MaxBytes)
 	add("max_msgs_per_subject", got.MaxMsgsPerSubject == want.MaxMsgsPerSubject || want.MaxMsgsPerSubject == 0 && got.MaxMsgsPerSubject == -1)
+	add("discard_new_per_subject", got.DiscardNewPerSubject == want.DiscardNewPerSubject)
 	add("max_msg_size", got.MaxMsgSize == want.MaxMsgSize || want.MaxMsgSize == 0 && got.MaxMsgSize == -1)
 	add("duplicate_window", got.Duplicates == want.Duplicates || want.Duplicates == 0)
 	add("storage", got.Storage == want.Storage)

@@ -345,6 +345,9 @@ func (s *Server) feedState() (guard.FeedState, string) {
 		if !in.CaughtUp() {
 			return guard.FeedBehind, in.Behind(time.Now())
 		}
+		if why := in.Full(); why != "" {
+			return guard.FeedBehind, why
+		}
 		if p := in.Pending(); p > 0 {
 			return guard.FeedLagging, strconv.FormatUint(p, 10) + " transcript events pending"
 		}
@@ -372,7 +375,7 @@ func (s *Server) serving() bool {
 		return true
 	}
 	in := s.js.ingester.Load()
-	return in != nil && in.CaughtUp()
+	return in != nil && in.CaughtUp() && in.Full() == ""
 }
 
 // feedUp reports whether the transcript feed is connected.

@@ -211,7 +211,8 @@ type Server struct {
 	dataDirLock  *flock.Flock // the --data-dir's, while ns may use it (datadir.go)
 	clock        natsClock    // the engine's clock: NATS's, with the JetStream state (clock.go)
 	nc           atomic.Pointer[nats.Conn]
-	ncClosed     chan struct{} // closed by the connection's closed handler
+	auditNC      atomic.Pointer[nats.Conn] // the decision records' reads (auditJetStream)
+	ncClosed     chan struct{}             // closed by the connection's closed handler
 	ncClosedOnce sync.Once
 	ingester     *transcript.Ingester
 	ingestNC     *nats.Conn // the gRPC ingestion's, embedded JetStream state only (nats.go)

@@ -161,6 +161,13 @@ func (s *Service) write(ctx context.Context, d *yesguardv1.Decision) {
 		s.cfg.Logger.Error("a decision record held fields no writer can encode; they were replaced so that it is written",
 			zap.String("decision_id", d.GetDecisionId()), zap.Strings("fields", fixed))
 	}
+	// One record never grows the log line, the stored message or a
+	// ListDecisions page past its bound.
+	if b, trimmed := decisions.Bound(d); trimmed {
+		d = b
+		s.m.trimmed.Inc()
+		s.cfg.Logger.Warn("decision record trimmed to its bound (decisions.MaxRecordBytes)", zap.String("decision_id", d.GetDecisionId()), zap.String("detail", d.GetEvidence().GetDetail()))
+	}
 	if cw, ok := s.cfg.Sink.(CallerSink); ok {
 		// Who asked, per decision: the identity the interceptors found.
 		id, _ := auth.FromContext(ctx)

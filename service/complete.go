@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/yesguard/yesguard/approval"
@@ -181,6 +182,7 @@ func (s *Service) ListDecisions(ctx context.Context, req *yesguardv1.ListDecisio
 		if s.cfg.RedactTurns != nil {
 			resp.Transcript = s.cfg.RedactTurns(resp.Transcript)
 		}
+		resp.Transcript = latestTurns(resp.Transcript, maxTranscriptBytes)
 	}
 	if req.GetIncludeEvents() && req.GetPageToken() == "" {
 		if s.cfg.Events == nil {
@@ -199,4 +201,21 @@ func (s *Service) ListDecisions(ctx context.Context, req *yesguardv1.ListDecisio
 		resp.Events = evs
 	}
 	return resp, nil
+}
+
+// maxTranscriptBytes bounds the transcript of a ListDecisions answer,
+// beside the records' decisions.MaxPageBytes and the first page's events
+// (server's maxCallEventBytes): together under gRPC's 4 MiB message limit.
+const maxTranscriptBytes = 768 << 10
+
+// latestTurns is the latest of turns that fit in max bytes (protobuf
+// sizes), oldest first.
+func latestTurns(turns []*yesguardv1.Turn, max int) []*yesguardv1.Turn {
+	used := 0
+	for i := len(turns) - 1; i >= 0; i-- {
+		if used += proto.Size(turns[i]); used > max {
+			return turns[i+1:]
+		}
+	}
+	return turns
 }

@@ -125,6 +125,7 @@ type serviceMetrics struct {
 	hits          *prometheus.CounterVec   // kind
 	redeems       *prometheus.CounterVec   // reason
 	unencodable   prometheus.Counter
+	trimmed       prometheus.Counter
 }
 
 // New builds a service over cfg.Engine.
@@ -144,6 +145,7 @@ func New(cfg Config) *Service {
 		hits:          metrics.NewCounterVec(reg, metrics.DedupeHits),
 		redeems:       metrics.NewCounterVec(reg, metrics.Redeems),
 		unencodable:   metrics.NewCounter(reg, metrics.DecisionsUnencodable),
+		trimmed:       metrics.NewCounter(reg, metrics.DecisionsTrimmed),
 	}}
 	for _, c := range errorCodes {
 		s.m.errors.WithLabelValues(c.String())

@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -83,9 +84,11 @@ const Path = "/calls"
 // Cookie is the name of the cookie the token form sets.
 const Cookie = "yesguard_token"
 
-// maxPages bounds the ListDecisions pages one call's page reads (at
-// decisions.MaxPageSize records each).
-const maxPages = 10
+// pageRecords is how many records one call page shows: one ListDecisions
+// page of at most this many (and at most its byte budget), with a link to
+// the next. What one view costs the guard is bounded so, however many and
+// however large the call's records.
+const pageRecords = 50
 
 // requestTimeout bounds the store reads of one page.
 const requestTimeout = 10 * time.Second
@@ -95,6 +98,7 @@ var assets embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"callURL": callURL,
+	"add":     func(a, b, c int) int { return a + b + c },
 }).ParseFS(assets, "assets/*.html"))
 
 // css is the stylesheet, served at /calls/timeline.css (a call id holds no
@@ -182,41 +186,37 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("call")
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
-	var recs []*yesguardv1.Decision
-	var turns []*yesguardv1.Turn
-	token := ""
-	for page := 0; ; page++ {
-		resp, err := h.cfg.Decisions.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{
-			CallId: id, PageToken: token, IncludeTranscript: page == 0,
-		})
-		switch status.Code(err) {
-		case codes.InvalidArgument:
-			h.problem(w, r, http.StatusBadRequest, "Not a call id", status.Convert(err).Message())
-			return
-		case codes.PermissionDenied, codes.Unauthenticated:
-			h.problem(w, r, http.StatusForbidden, "This token may not read calls", status.Convert(err).Message())
-			return
-		}
-		if err != nil {
-			h.cfg.Logger.Warn("timeline: decisions not read", zap.String("call_id", id), zap.Error(err))
-			h.problem(w, r, http.StatusServiceUnavailable, "The decision store did not answer", status.Convert(err).Message()+". Try again in a moment.")
-			return
-		}
-		recs = append(recs, resp.GetDecisions()...)
-		if page == 0 {
-			turns = resp.GetTranscript()
-		}
-		token = resp.GetNextPageToken()
-		if token == "" || page+1 >= maxPages {
-			break
-		}
+	q := r.URL.Query()
+	token := q.Get("page")
+	first, _ := strconv.Atoi(q.Get("from"))
+	first = max(first, 1)
+	resp, err := h.cfg.Decisions.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{
+		CallId: id, PageSize: pageRecords, PageToken: token, IncludeTranscript: true,
+	})
+	switch status.Code(err) {
+	case codes.InvalidArgument:
+		h.problem(w, r, http.StatusBadRequest, "Not a call id, or not a page of it", status.Convert(err).Message())
+		return
+	case codes.PermissionDenied, codes.Unauthenticated:
+		h.problem(w, r, http.StatusForbidden, "This token may not read calls", status.Convert(err).Message())
+		return
 	}
+	if err != nil {
+		h.cfg.Logger.Warn("timeline: decisions not read", zap.String("call_id", id), zap.Error(err))
+		h.problem(w, r, http.StatusServiceUnavailable, "The decision store did not answer", status.Convert(err).Message()+". Try again in a moment.")
+		return
+	}
+	recs, turns := resp.GetDecisions(), resp.GetTranscript()
 	if len(recs) == 0 && len(turns) == 0 {
 		h.problem(w, r, http.StatusNotFound, "No such call",
 			fmt.Sprintf("This guard holds no decision record and no transcript of call %q. Records are kept for a while after a call's last decision; check the call id.", id))
 		return
 	}
-	v := callPage(id, recs, turns)
+	v := callPage(id, recs, turns, first)
+	if next := resp.GetNextPageToken(); next != "" {
+		v.Next = callURL(id) + "?" + url.Values{"page": {next}, "from": {strconv.Itoa(first + len(recs))}}.Encode()
+	}
+	v.Paged = token != ""
 	v.SignedIn = h.signedIn(r)
 	h.render(w, r, http.StatusOK, "call.html", v)
 }

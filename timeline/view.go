@@ -165,6 +165,12 @@ type callView struct {
 	// the turns shown are those its records kept.
 	Kept     bool
 	SignedIn bool
+	// First is the number of the page's first record; Next, the URL of
+	// the page after it ("" when none follows); Paged, that this is not
+	// the call's first page.
+	First int
+	Next  string
+	Paged bool
 }
 
 // Title names the page.
@@ -183,8 +189,8 @@ type countView struct {
 
 // callPage builds a call's page from its records (oldest first) and its
 // transcript as the engine holds it.
-func callPage(id string, recs []*yesguardv1.Decision, transcript []*yesguardv1.Turn) *callView {
-	v := &callView{CallID: id}
+func callPage(id string, recs []*yesguardv1.Decision, transcript []*yesguardv1.Turn, first int) *callView {
+	v := &callView{CallID: id, First: first}
 	turns := mergeTurns(transcript, recs)
 	v.Kept = len(transcript) == 0 && len(turns) > 0
 
@@ -207,7 +213,7 @@ func callPage(id string, recs []*yesguardv1.Decision, transcript []*yesguardv1.T
 	byID := map[string]*checkView{}
 	counts := map[string]int{}
 	for i, d := range recs {
-		c := checkOf(i+1, d, t0)
+		c := checkOf(first+i, d, t0)
 		byID[c.DecisionID] = c
 		v.Checks = append(v.Checks, c)
 		if c.Kind == "check" {
@@ -230,7 +236,7 @@ func callPage(id string, recs []*yesguardv1.Decision, transcript []*yesguardv1.T
 
 	// Which turn each check took as question and answer.
 	for _, c := range v.Checks {
-		d := recs[c.N-1]
+		d := recs[c.N-first]
 		ev := d.GetEvidence()
 		if q := findTurn(turns, ev.GetQuestion()); q != nil {
 			q.Roles = append(q.Roles, fmt.Sprintf("question of #%d", c.N))

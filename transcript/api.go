@@ -55,8 +55,32 @@ type Limits struct {
 	EndedTTL time.Duration
 	// MaxCalls bounds the calls held: an event that would start one more
 	// is rejected (reason "too_many_calls"), so a flood of call ids
-	// cannot push the calls in progress out. Default 100000.
+	// cannot push the calls in progress out. Default 100000. At the
+	// bound, a new call first evicts a held call that never had a Check
+	// (the least recently active of a sample; cause "pressure"), and is
+	// rejected only when none can go.
 	MaxCalls int
+	// MaxCallsPerPublisher bounds the calls one publisher holds: the
+	// source of the event that made the call ("" for events without one).
+	// (JetStream strips the Nats-Request-Info header that names a
+	// message's account and user before it stores the message, so the
+	// transcript stream cannot say which connection published it.) A
+	// publisher at its bound evicts its own
+	// least recently active call that never had a Check to start
+	// another; when every call of its own had one, its new call is
+	// rejected (reason "publisher_calls"). So a flood of fresh call ids
+	// from one publisher churns through its own share and never locks
+	// another out. Default 25000.
+	MaxCallsPerPublisher int
+	// MaxEventsPerCall bounds the events of one call the transcript
+	// stream holds (its MaxMsgsPerSubject, with DiscardNewPerSubject):
+	// the stream refuses the call's next event to its publisher, so a
+	// flood on one call's subject never reaches the guard. The call whose
+	// events reach the bound is uncertain (Snapshot.Gap) until its agent
+	// speaks again, since what its publisher sends next is refused.
+	// Default 30000 (an hour at about eight events a second); 0 takes the
+	// default, and only the JetStream state has the stream that applies it.
+	MaxEventsPerCall int
 }
 
 // Default limits.
@@ -72,6 +96,8 @@ const (
 	DefaultIdleTTL            = 10 * time.Minute
 	DefaultEndedTTL           = 2 * time.Minute
 	DefaultMaxCalls           = 100000
+	DefaultMaxCallsPerPub     = 25000
+	DefaultMaxEventsPerCall   = 30000
 )
 
 // SetDefaults fills zero fields with their defaults.
@@ -89,6 +115,8 @@ func (l *Limits) SetDefaults() {
 	def(&l.MaxCallBytes, DefaultMaxCallBytes)
 	def(&l.MaxEventsPerSecond, DefaultMaxEventsPerSecond)
 	def(&l.MaxCalls, DefaultMaxCalls)
+	def(&l.MaxCallsPerPublisher, min(DefaultMaxCallsPerPub, l.MaxCalls))
+	def(&l.MaxEventsPerCall, DefaultMaxEventsPerCall)
 	if l.MaxTotalBytes == 0 {
 		l.MaxTotalBytes = DefaultMaxTotalBytes
 	}
@@ -213,6 +241,11 @@ type Store struct {
 	n      atomic.Int64 // calls held
 	bytes  atomic.Int64 // what they hold, against MaxTotalBytes
 
+	// pubs counts the calls held per publisher (publisherOf), against
+	// MaxCallsPerPublisher. Taken after a shard's lock, never before.
+	pubMu sync.Mutex
+	pubs  map[string]int
+
 	// newCall is closed and replaced whenever a call is created; waiters
 	// on unknown calls select on it.
 	newCall atomic.Pointer[chan struct{}]
@@ -268,6 +301,14 @@ func (s *Store) SnapshotTurns(callID, skipResponseID string, maxTurns int) (Snap
 // its agent speaks again: events may have been lost, and nothing tells
 // which call's. It returns how many calls it marked.
 func (s *Store) MarkLost(why string) int { return s.markLost(why) }
+
+// Hold marks the call as having had a Check and pins it while the Check
+// runs: a call that had a Check is never evicted to make room for
+// another (Limits.MaxCalls, MaxCallsPerPublisher), and one with a Check
+// in flight is not evicted at all, not even idle. A call not held yet is
+// pinned when it arrives. The returned release must be called once, when
+// the Check ends.
+func (s *Store) Hold(callID string) (release func()) { return s.hold(callID) }
 
 // Sweep evicts idle and ended calls. It returns how many it evicted.
 func (s *Store) Sweep(now time.Time) int {

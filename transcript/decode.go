@@ -40,6 +40,7 @@ const (
 	ReasonTooManyCalls      = "too_many_calls"
 	ReasonStoreFull         = "store_full"
 	ReasonRateLimited       = "rate_limited"
+	ReasonPublisherCalls    = "publisher_calls"
 )
 
 // The limit labels of yesguard_transcript_limit_hits_total, one a field
@@ -54,6 +55,13 @@ const (
 	LimitCallBytes       = "call_bytes"
 	LimitTotalBytes      = "total_bytes"
 	LimitEventsPerSecond = "events_per_second"
+	LimitPublisherCalls  = "publisher_calls"
+	// LimitEventsPerCall: a call's events reached what the transcript
+	// stream holds of one call; the stream refuses its next ones.
+	LimitEventsPerCall = "events_per_call"
+	// LimitStreamBytes: the transcript stream is (nearly) full, and
+	// refuses events to their publishers.
+	LimitStreamBytes = "stream_bytes"
 )
 
 // LimitFlags names the serve flag of each limit label.
@@ -66,6 +74,9 @@ var LimitFlags = map[string]string{
 	LimitCallBytes:       "--max-call-bytes",
 	LimitTotalBytes:      "--max-total-bytes",
 	LimitEventsPerSecond: "--max-events-per-second",
+	LimitPublisherCalls:  "--max-calls-per-publisher",
+	LimitEventsPerCall:   "--max-events-per-call",
+	LimitStreamBytes:     "--transcript-max-bytes",
 }
 
 func reject(reason, detail string) error {

@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -16,8 +17,10 @@ import (
 // replica, resumed, allowed the yes before a "Wait, no." it never saw.
 func TestStreamDiscardWhileStalled(t *testing.T) {
 	js, _ := jetStreamOn(t)
-	cfg := StreamConfig("YG_TRANSCRIPT", testPrefix, time.Hour, 64<<20, 2*time.Minute, 1)
-	cfg.MaxMsgs = 100
+	cfg := StreamConfig("YG_TRANSCRIPT", testPrefix, time.Hour, 64<<20, 0, 2*time.Minute, 1)
+	// Discarding the oldest stands for what the stream still discards
+	// by age (MaxAge) or a purge.
+	cfg.MaxMsgs, cfg.Discard = 100, jetstream.DiscardOld
 	if _, err := js.CreateOrUpdateStream(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -112,4 +115,60 @@ func stallAt(in *StreamIngester) (seq *atomic.Uint64, stalled, release chan stru
 		}
 	}
 	return seq, stalled, release
+}
+
+// Overrunning the stream while a replica lags made the stream discard
+// events that replica had not applied, silently for their publishers. Now
+// the stream refuses the new event instead (the publisher is told, and
+// retries with the same message id), the ingester makes room only from
+// what it has applied, and while it cannot it counts the stream full and
+// every call it holds is uncertain.
+func TestStreamOverrunWhileStalledRefusesThePublisher(t *testing.T) {
+	js, _ := jetStreamOn(t)
+	cfg := StreamConfig("YG_TRANSCRIPT", testPrefix, time.Hour, 256<<10, 0, 2*time.Minute, 1)
+	cfg.MaxMsgSize = 8 << 10
+	if _, err := js.CreateOrUpdateStream(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	store := NewStore(Limits{}, nil)
+	in := NewStreamIngester(js, "YG_TRANSCRIPT", testPrefix, store, Limits{}, nil, NewMetrics(nil), StreamOptions{})
+	stallSeq, stalled, release := stallAt(in)
+	if err := in.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Stop() })
+	publishEvent(t, js, sourced("c", Agent, "tts", 1, 1, "Shall I submit your appeal now?"), "")
+	publishEvent(t, js, sourced("c", Caller, "stt", 1, 1, "Yes."), "")
+	waitUntil(t, "the yes applied", func() bool { return in.Applied() == 2 })
+
+	stallSeq.Store(3)
+	text := strings.Repeat("flood ", 680)
+	var refused error
+	for i := 0; i < 200 && refused == nil; i++ {
+		b, _ := json.Marshal(sourced(fmt.Sprint("flood-", i), Caller, "x", 1, 1, text))
+		_, refused = js.Publish(t.Context(), testPrefix+fmt.Sprint(".flood-", i), b)
+		if i == 0 {
+			<-stalled
+		}
+	}
+	if refused == nil || !strings.Contains(refused.Error(), "maximum bytes exceeded") {
+		t.Fatalf("the publisher past the stream's bound was told %v, want the stream's bytes limit", refused)
+	}
+	waitUntil(t, "the stream counts as full", func() bool { return in.Full() != "" })
+	if snap, _ := store.Snapshot("c"); !strings.Contains(snap.Gap, "--transcript-max-bytes") {
+		t.Errorf("the call held is not uncertain while the stream refuses events: gap %q", snap.Gap)
+	}
+	s, err := js.Stream(t.Context(), "YG_TRANSCRIPT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.Info(t.Context()); err != nil || info.State.FirstSeq > in.Applied()+1 {
+		t.Fatalf("stream state %+v (%v): events the replica never applied (after %d) are gone", info.State, err, in.Applied())
+	}
+	// Once it applies what the stream holds, it makes room from that.
+	close(release)
+	waitUntil(t, "room again", func() bool { return in.Full() == "" })
+	if snap, _ := store.Snapshot("c"); snap.Gap == "" {
+		t.Error("the call held is no longer uncertain once the stream has room: what was refused may be its caller's")
+	}
 }

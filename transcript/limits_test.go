@@ -36,6 +36,9 @@ func TestLimits(t *testing.T) {
 		limit     string
 		flag      string
 		uncertain bool // the call held is uncertain after the hit
+		// checked are calls a Check asks about (Store.Hold) before the
+		// hit: they are never evicted to make room.
+		checked []string
 	}{
 		{name: "text", hit: msg("c1", `,"text":"`+strings.Repeat("a", 33)+`"`),
 			reason: ReasonTextTooLong, limit: LimitTextBytes, flag: "--max-text-bytes", uncertain: true},
@@ -51,9 +54,15 @@ func TestLimits(t *testing.T) {
 			hit:    msg("c1", `,"text":"no"`),
 			reason: ReasonRateLimited, limit: LimitEventsPerSecond, flag: "--max-events-per-second", uncertain: true},
 		{name: "calls held",
-			before: [][]byte{msg("c2", `,"text":"a"`), msg("c3", `,"text":"a"`)},
-			hit:    msg("c4", `,"text":"a"`),
-			reason: ReasonTooManyCalls, limit: LimitCalls, flag: "--max-calls"},
+			before:  [][]byte{msg("c2", `,"text":"a"`), msg("c3", `,"text":"a"`)},
+			hit:     msg("c4", `,"text":"a"`),
+			checked: []string{"c1", "c2", "c3"},
+			reason:  ReasonTooManyCalls, limit: LimitCalls, flag: "--max-calls"},
+		{name: "calls per publisher", limits: func(l *Limits) { l.MaxCallsPerPublisher = 2 },
+			before:  [][]byte{msg("c2", `,"text":"a"`)},
+			hit:     msg("c3", `,"text":"a"`),
+			checked: []string{"c1", "c2"},
+			reason:  ReasonPublisherCalls, limit: LimitPublisherCalls, flag: "--max-calls-per-publisher"},
 		{name: "bytes in all", limits: func(l *Limits) { l.MaxTotalBytes = callOverhead + 2 + 2*int64(unsafe.Sizeof(Utterance{})) + 40 },
 			hit:    msg("c1", `,"text":"`+strings.Repeat("z", 30)+`"`),
 			reason: ReasonStoreFull, limit: LimitTotalBytes, flag: "--max-total-bytes", uncertain: true},
@@ -76,6 +85,9 @@ func TestLimits(t *testing.T) {
 			}
 			if got := testutil.ToFloat64(m.EventsRejected.WithLabelValues(tc.reason)); got != 0 {
 				t.Fatalf("rejected before the hit: %v", got)
+			}
+			for _, id := range tc.checked {
+				defer store.Hold(id)()
 			}
 			in.Handle(subjectOf(t, tc.hit), tc.hit)
 

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +20,10 @@ const numShards = 64
 type shard struct {
 	mu    sync.RWMutex
 	calls map[string]*call
-	_     [64]byte // so neighbouring shards' locks never share a cache line
+	// pins counts the Checks in flight (Store.Hold) on calls of this
+	// shard that are not held yet; a call made takes its pins over.
+	pins map[string]int
+	_    [64]byte // so neighbouring shards' locks never share a cache line
 }
 
 // callOverhead is what a call costs beyond its utterances, as counted
@@ -41,6 +45,7 @@ var limitOf = map[string]string{
 	ReasonTooManyCalls:      LimitCalls,
 	ReasonStoreFull:         LimitTotalBytes,
 	ReasonRateLimited:       LimitEventsPerSecond,
+	ReasonPublisherCalls:    LimitPublisherCalls,
 }
 
 // explain says which limit a store reason hit, and which flag raises it.
@@ -52,6 +57,8 @@ func (l *Limits) explain(reason string) string {
 		return fmt.Sprintf("the calls held take %d bytes, the limit (%s): the event is dropped", l.MaxTotalBytes, LimitFlags[LimitTotalBytes])
 	case ReasonRateLimited:
 		return fmt.Sprintf("more than %d events a second on this call (%s): the event is dropped", l.MaxEventsPerSecond, LimitFlags[LimitEventsPerSecond])
+	case ReasonPublisherCalls:
+		return fmt.Sprintf("this publisher (source) holds %d calls, its limit (%s), and none of them could be evicted (each had a Check): a new call's events are dropped until its calls end or idle out", l.MaxCallsPerPublisher, LimitFlags[LimitPublisherCalls])
 	}
 	return ""
 }
@@ -104,6 +111,17 @@ type call struct {
 	tokens   float64
 	refilled time.Time
 
+	// publisher is who made the call (publisherOf its first event).
+	publisher string
+	// checked: a Check asked about the call (Store.Hold); it is never
+	// evicted to make room. holds counts the Checks in flight; a call
+	// with one is not evicted at all.
+	checked bool
+	holds   int
+	// stored counts the call's events applied from the transcript
+	// stream, against MaxEventsPerCall.
+	stored int
+
 	// changed is closed at the next change a Snapshot can see, and at
 	// eviction. It is made by the first Snapshot that needs it, not at each
 	// change: most changes have no one waiting.
@@ -134,7 +152,9 @@ func newStore(limits Limits, m *Metrics) *Store {
 	s := &Store{limits: limits, m: m}
 	for i := range s.shards {
 		s.shards[i].calls = make(map[string]*call)
+		s.shards[i].pins = make(map[string]int)
 	}
+	s.pubs = make(map[string]int)
 	ch := make(chan struct{})
 	s.newCall.Store(&ch)
 	if m != nil {
@@ -205,32 +225,54 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 	}
 
 	sh := s.shardOf(ev.CallID)
+	pub := publisherOf(&ev)
 	sh.mu.Lock()
 	c := sh.calls[ev.CallID]
 	created := false
 	if c == nil {
-		// The limits on calls held and bytes in all: a new call that
-		// would pass either is not made (its Checks find no call and
-		// refuse), so a flood of call ids cannot push out those held.
-		if s.n.Load() >= int64(s.limits.MaxCalls) {
+		// The limits on calls held (in all and per publisher) and bytes
+		// in all: a new call that would pass one first makes room by
+		// evicting a call that never had a Check; when none can go it is
+		// not made (its Checks find no call and refuse), so a flood of
+		// call ids cannot push out the calls being checked.
+		reason := s.full(pub, len(ev.CallID))
+		if reason != "" {
 			sh.mu.Unlock()
-			return false, ReasonTooManyCalls
+			s.makeRoom(pub, reason == ReasonPublisherCalls)
+			sh.mu.Lock()
+			if c = sh.calls[ev.CallID]; c == nil {
+				reason = s.full(pub, len(ev.CallID))
+			}
 		}
-		if s.bytes.Load()+callOverhead+int64(len(ev.CallID)) > s.limits.MaxTotalBytes {
+		if c == nil && reason != "" {
 			sh.mu.Unlock()
-			return false, ReasonStoreFull
+			return false, reason
 		}
-		c = &call{bytes: callOverhead + int64(len(ev.CallID)), tokens: float64(s.burst()), refilled: meta.At}
+	}
+	if c == nil {
+		c = &call{bytes: callOverhead + int64(len(ev.CallID)), tokens: float64(s.burst()), refilled: meta.At, publisher: pub}
 		s.bytes.Add(c.bytes)
 		// A copy for the key: the event's id may share a larger string
 		// (the fast decoder takes it from the subject).
 		sh.calls[strings.Clone(ev.CallID)] = c
+		if n := sh.pins[ev.CallID]; n > 0 {
+			c.holds, c.checked = n, true
+			delete(sh.pins, ev.CallID)
+		}
 		created = true
 		// Under the lock, so a sweep evicting it cannot count it first.
 		s.n.Add(1)
+		s.pubMu.Lock()
+		s.pubs[pub]++
+		s.pubMu.Unlock()
 		if s.m != nil {
 			s.m.ActiveCalls.Inc()
 		}
+	}
+	atLimit := false
+	if meta.StreamSeq != 0 {
+		c.stored++
+		atLimit = c.stored == s.limits.MaxEventsPerCall
 	}
 	reason := ""
 	if !c.takeToken(meta.At, float64(s.limits.MaxEventsPerSecond), float64(s.burst())) {
@@ -243,6 +285,7 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 		// Dropped by a limit: what it said may be the caller's latest
 		// words, so the call is uncertain until its agent speaks again.
 		c.lost = lostTo(reason, s.limits.explain(reason))
+		s.markAtLimit(c, atLimit)
 		old := c.changed
 		c.changed = nil
 		sh.mu.Unlock()
@@ -256,10 +299,11 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 	}
 	if reason := c.admit(&ev, meta.Replay); reason != "" {
 		var old chan struct{}
-		if (reason == ReasonSeqJump || reason == ReasonStaleSeq || reason == ReasonSeqConflict) && !created {
+		if (reason == ReasonSeqJump || reason == ReasonStaleSeq || reason == ReasonSeqConflict || atLimit) && !created {
 			// The call is uncertain now: waiters must see it.
 			old, c.changed = c.changed, nil
 		}
+		s.markAtLimit(c, atLimit)
 		sh.mu.Unlock()
 		if created {
 			s.notifyNewCall()
@@ -271,7 +315,11 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 	}
 	var old chan struct{}
 	before, trimmed := c.bytes, 0
-	if c.apply(&ev, meta, s.limits.MaxUtterances, int64(s.limits.MaxCallBytes), &trimmed) && !created {
+	changed := c.apply(&ev, meta, s.limits.MaxUtterances, int64(s.limits.MaxCallBytes), &trimmed)
+	// After apply: agent speech at the bound settles no gap, since what
+	// follows it is refused.
+	s.markAtLimit(c, atLimit)
+	if (changed || atLimit) && !created {
 		old = c.changed // nil when no one asked; the next Snapshot makes one
 		c.changed = nil
 	}
@@ -290,6 +338,130 @@ func (s *Store) applyMeta(ev Event, meta Meta) (bool, string) {
 		close(old)
 	}
 	return true, ""
+}
+
+// markAtLimit makes c uncertain when its events just reached
+// MaxEventsPerCall: the transcript stream refuses the call's next ones to
+// their publisher, so the guard will not see the caller's next words. It
+// counts the hit.
+func (s *Store) markAtLimit(c *call, atLimit bool) {
+	if !atLimit {
+		return
+	}
+	c.lost = fmt.Sprintf("the transcript stream holds %d events of this call, its limit (%s): it refuses the call's next events to their publisher, so the caller's latest words may be missing until older events age out and the agent speaks again",
+		s.limits.MaxEventsPerCall, LimitFlags[LimitEventsPerCall])
+	if s.m != nil {
+		s.m.LimitHits.WithLabelValues(LimitEventsPerCall).Inc()
+	}
+}
+
+// publisherOf names who published ev, for MaxCallsPerPublisher: the
+// source the event claims.
+func publisherOf(ev *Event) string { return ev.Source }
+
+// full says which limit a new call of pub with an id of idLen bytes
+// would pass ("" when none): MaxCallsPerPublisher, MaxCalls or
+// MaxTotalBytes.
+func (s *Store) full(pub string, idLen int) string {
+	s.pubMu.Lock()
+	n := s.pubs[pub]
+	s.pubMu.Unlock()
+	switch {
+	case n >= s.limits.MaxCallsPerPublisher && s.limits.MaxCallsPerPublisher < s.limits.MaxCalls:
+		// (A bound at MaxCalls or above is MaxCalls' own.)
+		return ReasonPublisherCalls
+	case s.n.Load() >= int64(s.limits.MaxCalls):
+		return ReasonTooManyCalls
+	case s.bytes.Load()+callOverhead+int64(idLen) > s.limits.MaxTotalBytes:
+		return ReasonStoreFull
+	}
+	return ""
+}
+
+// Bounds of makeRoom's search: it looks at up to roomSample calls in each
+// of up to roomShards shards, and for one of pub's own at up to roomScan
+// calls a shard in every shard until it found some, and evicts the
+// roomBatch least recently active it may: one search makes room for the
+// next calls of a flood too.
+const (
+	roomShards = 8
+	roomSample = 16
+	roomScan   = 512
+	roomBatch  = 16
+)
+
+// makeRoom evicts up to roomBatch calls that never had a Check and have
+// none in flight (cause "pressure"), the least recently active of a
+// sample: of pub's own calls when own, else of anyone's. It reports
+// whether it evicted one. The caller holds no shard lock.
+func (s *Store) makeRoom(pub string, own bool) bool {
+	type candidate struct {
+		c      *call
+		id     string
+		sh     *shard
+		active time.Time // c.lastActive, read under the shard's lock
+	}
+	var found []candidate
+	start := rand.N(numShards)
+	for k := 0; k < numShards; k++ {
+		if k >= roomShards && (!own || len(found) > 0) {
+			break
+		}
+		sh := &s.shards[(start+k)%numShards]
+		sh.mu.RLock()
+		seen, looked := 0, 0
+		for id, c := range sh.calls { // map order is random: a sample
+			if looked++; looked > roomScan || seen >= roomSample {
+				break
+			}
+			if c.checked || c.holds > 0 || own && c.publisher != pub {
+				continue
+			}
+			seen++
+			found = append(found, candidate{c, id, sh, c.lastActive})
+		}
+		sh.mu.RUnlock()
+	}
+	// A call touched since it was sampled only sorts a little wrong; one
+	// checked since is kept (below).
+	slices.SortFunc(found, func(a, b candidate) int { return a.active.Compare(b.active) })
+	evicted := false
+	for _, f := range found[:min(len(found), roomBatch)] {
+		f.sh.mu.Lock()
+		if c := f.sh.calls[f.id]; c == f.c && !c.checked && c.holds == 0 {
+			s.evictLocked(f.sh, f.id, c, "pressure")
+			evicted = true
+		}
+		f.sh.mu.Unlock()
+	}
+	return evicted
+}
+
+// hold is Store.Hold.
+func (s *Store) hold(callID string) func() {
+	sh := s.shardOf(callID)
+	sh.mu.Lock()
+	if c := sh.calls[callID]; c != nil {
+		c.holds++
+		c.checked = true
+	} else {
+		sh.pins[callID]++
+	}
+	sh.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			sh.mu.Lock()
+			defer sh.mu.Unlock()
+			if c := sh.calls[callID]; c != nil && c.holds > 0 {
+				c.holds--
+				return
+			}
+			if sh.pins[callID]--; sh.pins[callID] <= 0 {
+				delete(sh.pins, callID)
+			}
+		})
+	}
 }
 
 // admit decides whether a numbered event is new: "" to apply it, else the
@@ -868,6 +1040,11 @@ func (s *Store) evictLocked(sh *shard, callID string, c *call, cause string) {
 	}
 	s.n.Add(-1)
 	s.bytes.Add(-c.bytes)
+	s.pubMu.Lock()
+	if s.pubs[c.publisher]--; s.pubs[c.publisher] <= 0 {
+		delete(s.pubs, c.publisher)
+	}
+	s.pubMu.Unlock()
 	if s.m != nil {
 		s.m.ActiveCalls.Dec()
 		s.m.CallsEvicted.WithLabelValues(cause).Inc()
@@ -881,6 +1058,8 @@ func (s *Store) sweep(now time.Time) int {
 		sh.mu.Lock()
 		for id, c := range sh.calls {
 			switch {
+			case c.holds > 0:
+				// A Check in flight keeps its call.
 			case c.ended && now.Sub(c.endedAt) > s.limits.EndedTTL:
 				s.evictLocked(sh, id, c, "ended")
 				evicted++

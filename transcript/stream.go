@@ -16,21 +16,31 @@ import (
 )
 
 // StreamConfig is the transcript stream: every event published on
-// <prefix>.>, kept for maxAge and at most maxBytes (the oldest discarded
-// first), with a duplicate window in which a message republished with the
-// same Nats-Msg-Id is stored once (at-least-once publishers).
-func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes int64, duplicates time.Duration, replicas int) jetstream.StreamConfig {
+// <prefix>.>, kept for maxAge, at most maxBytes in all and perCall
+// events of one call (Limits.MaxEventsPerCall), with a duplicate window
+// in which a message republished with the same Nats-Msg-Id is stored once
+// (at-least-once publishers).
+//
+// Both bounds discard the new message, never an old one: a publish past
+// them is refused, and its publisher's ack says so ("maximum bytes
+// exceeded", "maximum messages per subject exceeded"), so that it can
+// retry with the same Nats-Msg-Id. No event is lost without its publisher
+// being told, and a flood on one call is refused at the stream, before the
+// guard reads it.
+func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall int64, duplicates time.Duration, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:        name,
-		Description: "yesguard: the transcript events of every call",
-		Subjects:    []string{prefix + ".>"},
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      maxAge,
-		MaxBytes:    maxBytes,
-		Duplicates:  min(duplicates, maxAge),
-		Storage:     jetstream.FileStorage,
-		Replicas:    max(replicas, 1),
+		Name:                 name,
+		Description:          "yesguard: the transcript events of every call",
+		Subjects:             []string{prefix + ".>"},
+		Retention:            jetstream.LimitsPolicy,
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: perCall > 0,
+		MaxMsgsPerSubject:    perCall,
+		MaxAge:               maxAge,
+		MaxBytes:             maxBytes,
+		Duplicates:           min(duplicates, maxAge),
+		Storage:              jetstream.FileStorage,
+		Replicas:             max(replicas, 1),
 	}
 }
 
@@ -76,7 +86,7 @@ type StreamIngester struct {
 	jsStream jetstream.Stream
 	cc       jetstream.ConsumeContext
 	cancel   context.CancelFunc
-	done     chan struct{}
+	done     chan struct{} // closed when catchUpLoop and fullLoop have returned
 
 	// settling are the Settle calls waiting for a stream sequence to be
 	// applied; nSettling counts them, so that handle looks only when some
@@ -97,6 +107,9 @@ type StreamIngester struct {
 	stalled                atomic.Pointer[string]
 	probeFails, probeStill int
 	probeApplied           uint64
+	// full says why the stream counts as full (nil: it does not): it
+	// refuses events to their publishers, so every Check refuses.
+	full atomic.Pointer[string]
 
 	// beforeHandle, when set (by tests, before Start), runs before each
 	// message is handled: a test stalls the consumer with it.
@@ -177,7 +190,12 @@ func (in *StreamIngester) Start(ctx context.Context) error {
 	in.consumer, in.jsStream, in.cc = cons, s, cc
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	in.cancel, in.done = cancel, make(chan struct{})
-	go in.catchUpLoop(lctx)
+	var loops sync.WaitGroup
+	loops.Go(func() { in.catchUpLoop(lctx) })
+	// Apart: a stream info that waits on an election must not hold up
+	// the catch-up loop's answers.
+	loops.Go(func() { in.fullLoop(lctx) })
+	go func() { loops.Wait(); close(in.done) }()
 	return nil
 }
 
@@ -257,7 +275,6 @@ func (in *StreamIngester) Behind(now time.Time) string {
 // pending and everything it delivered has been applied. It asks the server
 // while behind, at most every catchUpStep; it does nothing while caught up.
 func (in *StreamIngester) catchUpLoop(ctx context.Context) {
-	defer close(in.done)
 	t := time.NewTicker(catchUpStep)
 	defer t.Stop()
 	for n := 0; ; n++ {
@@ -333,6 +350,120 @@ func (in *StreamIngester) probeLive(ctx context.Context) {
 		in.log.Warn("transcript stream consumer stalled; every Check is refused until it catches up", zap.String("why", why))
 		in.Resync()
 	}
+}
+
+// Full says why the transcript stream counts as full, or "" when it does
+// not: it may refuse the next event to its publisher, and the guard cannot
+// know whose it refused, so every Check must refuse.
+func (in *StreamIngester) Full() string {
+	if p := in.full.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// roomShare: from 1/roomShare free or less, the ingester makes room in
+// the stream.
+const roomShare = 10
+
+// fullLoop runs watchFull until ctx ends: every catch-up step (100 ms)
+// while the stream is at least half full, else every second (a stream
+// filling from half to 90% within a second takes a flood of 400 MB/s on
+// the default 1 GiB).
+func (in *StreamIngester) fullLoop(ctx context.Context) {
+	for {
+		pause := time.Second
+		if in.watchFull(ctx) {
+			pause = catchUpStep
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+	}
+}
+
+// watchFull asks the stream how full it is, and reports whether it is at
+// least half full.
+// Past its MaxBytes the stream refuses new events (DiscardNew): their
+// publishers are told and retry with the same message id, but the guard
+// never sees what was refused. So:
+//   - From 90% full it makes room: it purges the older half of the
+//     stream's messages, never one this replica has not applied. What it
+//     purges it holds already; a restart replays less of it (a call whose
+//     first events are gone is uncertain until its agent speaks again),
+//     and a replica that had not applied it sees the hole and marks its
+//     calls uncertain, as for any discard.
+//   - When there is no room left for one more event of the largest size
+//     (it could not purge: this replica lags the flood), the stream may be
+//     refusing events: the ingester counts as full (Full), every call held
+//     is marked uncertain and every Check refuses, until there is room
+//     again, when every call held is marked uncertain once more (a call
+//     made meanwhile may be missing what was refused). Each stays
+//     uncertain until its agent speaks again.
+func (in *StreamIngester) watchFull(ctx context.Context) (half bool) {
+	in.mu.Lock()
+	s := in.jsStream
+	in.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	info, err := s.Info(ictx)
+	if err != nil || info.Config.MaxBytes <= 0 {
+		return err != nil // unanswered: look again soon
+	}
+	max := uint64(info.Config.MaxBytes)
+	st := info.State
+	if st.Bytes+max/roomShare >= max && st.Msgs > 1 {
+		older := st.FirstSeq + st.Msgs/2
+		if upTo := min(older, in.applied.Load()+1); upTo > st.FirstSeq {
+			if err := s.Purge(ictx, jetstream.WithPurgeSequence(upTo)); err != nil {
+				in.log.Warn("transcript stream nearly full, and making room failed", zap.Error(err))
+			} else {
+				if in.m != nil {
+					in.m.LimitHits.WithLabelValues(LimitStreamBytes).Inc()
+				}
+				in.log.Warn("transcript stream nearly full: purged its oldest events, all applied here, to make room (--transcript-max-bytes)",
+					zap.Uint64("bytes", st.Bytes), zap.Uint64("max_bytes", max), zap.Uint64("purged_below_seq", upTo))
+				if info, err = s.Info(ictx); err != nil {
+					return true
+				}
+				st = info.State
+			}
+		}
+	}
+	half = st.Bytes >= max/2
+	full := st.Bytes+uint64(msgSizeOr(info.Config.MaxMsgSize, 1<<20)) > max
+	if full == (in.full.Load() != nil) {
+		return half
+	}
+	if full {
+		why := fmt.Sprintf("the transcript stream holds %d of its %d bytes (%s) and this replica could not make room: it refuses new events to their publishers, who retry them, and the guard cannot tell whose were refused",
+			st.Bytes, max, LimitFlags[LimitStreamBytes])
+		in.full.Store(&why)
+		calls := in.store.MarkLost(why)
+		if in.m != nil {
+			in.m.LimitHits.WithLabelValues(LimitStreamBytes).Inc()
+		}
+		in.log.Error("transcript stream full; every Check is refused until it has room", zap.String("why", why), zap.Int("calls_uncertain", calls))
+	} else {
+		in.full.Store(nil)
+		calls := in.store.MarkLost("the transcript stream was full moments ago and refused events to their publishers; the caller's latest words may be missing until the agent speaks again")
+		in.log.Info("transcript stream has room again", zap.Uint64("bytes", st.Bytes), zap.Int("calls_uncertain", calls))
+	}
+	in.onChange()
+	return half
+}
+
+// msgSizeOr is a stream's MaxMsgSize, or def when it sets none (-1 or 0).
+func msgSizeOr(v int32, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return int(v)
 }
 
 func (in *StreamIngester) checkCaughtUp(ctx context.Context) {

@@ -19,7 +19,7 @@ func jetStreamOn(t *testing.T) (jetstream.JetStream, *nats.Conn) {
 	nc, js := natstest.Connect(t, natstest.JetStream(t).ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := js.CreateOrUpdateStream(ctx, StreamConfig("YG_TRANSCRIPT", testPrefix, time.Hour, 64<<20, 2*time.Minute, 1)); err != nil {
+	if _, err := js.CreateOrUpdateStream(ctx, StreamConfig("YG_TRANSCRIPT", testPrefix, time.Hour, 64<<20, 0, 2*time.Minute, 1)); err != nil {
 		t.Fatal(err)
 	}
 	return js, nc

@@ -9,9 +9,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/yesguard/yesguard/internal/natstest"
 	"github.com/yesguard/yesguard/probe"
+	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/server"
 	"github.com/yesguard/yesguard/server/servertest"
 	"github.com/yesguard/yesguard/transcript"
@@ -410,4 +414,35 @@ func TestCheckRedeemComplete(t *testing.T) {
 	runCmd(t, vars, "decisions", call).expect(t, exitOK,
 		"6 redeems", "approval  signed by key ", "REDEEMED redeemed  submit_appeal", "REDEEM REFUSED approval_mismatch", "of        "+resp.AllowedDecisionID)
 	runCmd(t, vars, "complete").expect(t, exitUsage)
+}
+
+// `yesguard decisions` pages through a call whose records are more than
+// one gRPC answer holds (it answered ResourceExhausted on the first page).
+func TestDecisionsPagesThroughALargeCall(t *testing.T) {
+	srv := startGuard(t, "tools:\n  note:\n    confirm: false\n")
+	cc, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	guard := yesguardv1.NewGuardClient(cc)
+	const call, n = "cli-large", 80 // 80 records of 60 KB: over gRPC's 4 MiB
+	blob := strings.Repeat("x", 60000)
+	for i := range n {
+		args, _ := structpb.NewStruct(map[string]any{"n": i, "blob": blob})
+		if _, err := guard.Check(t.Context(), &yesguardv1.CheckRequest{CallId: call, Tool: "note", Args: args}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runCmd(t, guardEnv(srv), "decisions", "--json", call)
+	r.expect(t, exitOK)
+	var out struct {
+		Decisions []json.RawMessage `json:"decisions"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("--json: %v", err)
+	}
+	if len(out.Decisions) != n {
+		t.Errorf("printed %d records, want %d", len(out.Decisions), n)
+	}
 }

@@ -33,12 +33,20 @@ func runDecisions(ctx context.Context, args []string, e *env) int {
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	resp, err := guard.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: call})
-	if err != nil {
-		fmt.Fprintf(e.stderr, "yesguard decisions: guard at %s: %v\n", dialTarget(c.grpcAddr), err)
-		return exitError
+	// Page by page: one answer is bounded (in records and bytes) however
+	// many records the call has.
+	var ds []*yesguardv1.Decision
+	for token := ""; ; {
+		resp, err := guard.ListDecisions(ctx, &yesguardv1.ListDecisionsRequest{CallId: call, PageToken: token})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "yesguard decisions: guard at %s: %v\n", dialTarget(c.grpcAddr), err)
+			return exitError
+		}
+		ds = append(ds, resp.GetDecisions()...)
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
 	}
-	ds := resp.GetDecisions()
 	code := exitOK
 	if len(ds) == 0 {
 		code = exitError

@@ -62,7 +62,9 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	fs.IntVar(&l.MaxCallBytes, "max-call-bytes", l.MaxCallBytes, "bytes one call's history holds, the oldest utterances dropped first")
 	fs.Int64Var(&l.MaxTotalBytes, "max-total-bytes", l.MaxTotalBytes, "bytes every call together holds: an event above it is rejected")
 	fs.IntVar(&l.MaxEventsPerSecond, "max-events-per-second", l.MaxEventsPerSecond, "events a call may send a second (twice as many at once): more are rejected")
-	fs.IntVar(&l.MaxCalls, "max-calls", l.MaxCalls, "calls held: a new call's events above it are rejected")
+	fs.IntVar(&l.MaxCalls, "max-calls", l.MaxCalls, "calls held: above it a new call evicts one that never had a Check, else its events are rejected")
+	fs.IntVar(&l.MaxCallsPerPublisher, "max-calls-per-publisher", l.MaxCallsPerPublisher, "calls one publisher (the events' source) holds: above it its new call evicts one of its own that never had a Check, else its events are rejected")
+	fs.IntVar(&l.MaxEventsPerCall, "max-events-per-call", l.MaxEventsPerCall, "events of one call the transcript stream holds: it refuses more to their publisher")
 	fs.DurationVar(&l.IdleTTL, "idle-ttl", l.IdleTTL, "a call with no event for this long is forgotten")
 	fs.DurationVar(&l.EndedTTL, "ended-ttl", l.EndedTTL, "a call is forgotten this long after its call_ended")
 

@@ -930,7 +930,10 @@ func (x *RedeemResponse) GetReceipt() string {
 type ListDecisionsRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	CallId string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	// Optional: at most this many records (default and maximum 1000).
+	// Optional: at most this many records (default and maximum 1000). A
+	// page also ends before the record that would take its records past
+	// 2 MiB, so that an answer stays under gRPC's 4 MiB limit: read every
+	// page, following next_page_token, never only the first.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Optional: the next_page_token of an earlier answer.
 	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
@@ -1016,7 +1019,8 @@ type ListDecisionsResponse struct {
 	Decisions []*Decision            `protobuf:"bytes,1,rep,name=decisions,proto3" json:"decisions,omitempty"`
 	// Set when more records follow.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
-	// With include_transcript: the call's turns, oldest first.
+	// With include_transcript: the call's turns, oldest first (its latest
+	// 768 KiB of them).
 	Transcript []*Turn `protobuf:"bytes,3,rep,name=transcript,proto3" json:"transcript,omitempty"`
 	// With include_events: every event of the call the transcript stream
 	// holds (finals, interim results, speech and call events), in the order

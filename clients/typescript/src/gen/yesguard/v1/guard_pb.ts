@@ -409,7 +409,10 @@ export type ListDecisionsRequest = Message<"yesguard.v1.ListDecisionsRequest"> &
   callId: string;
 
   /**
-   * Optional: at most this many records (default and maximum 1000).
+   * Optional: at most this many records (default and maximum 1000). A
+   * page also ends before the record that would take its records past
+   * 2 MiB, so that an answer stays under gRPC's 4 MiB limit: read every
+   * page, following next_page_token, never only the first.
    *
    * @generated from field: int32 page_size = 2;
    */
@@ -465,7 +468,8 @@ export type ListDecisionsResponse = Message<"yesguard.v1.ListDecisionsResponse">
   nextPageToken: string;
 
   /**
-   * With include_transcript: the call's turns, oldest first.
+   * With include_transcript: the call's turns, oldest first (its latest
+   * 768 KiB of them).
    *
    * @generated from field: repeated yesguard.v1.Turn transcript = 3;
    */
