@@ -384,7 +384,9 @@ func TestStuffedCallPagesUnderTheLimits(t *testing.T) {
 			t.Fatal("the call pages never end")
 		}
 	}
-	if want := (n + 49) / 50; pages != want {
-		t.Errorf("the call took %d pages, want %d", pages, want)
+	// A page holds at most 50 records, and fewer when their bytes reach
+	// a ListDecisions page's budget.
+	if want := (n + 49) / 50; pages < want {
+		t.Errorf("the call took %d pages, want at least %d", pages, want)
 	}
 }
