@@ -82,6 +82,9 @@ class CanonicalError(ValueError):
 
 # ---- canonical JSON ---------------------------------------------------------
 
+#: The largest magnitude a number may have (approval.MaxExactInteger in Go).
+MAX_EXACT_INTEGER = 2**53 - 1
+
 
 def _number(x: float) -> str:
     """x laid out as ECMAScript's Number::toString does."""
@@ -122,9 +125,13 @@ def _canonical(v: Any, depth: int = 0) -> str:
     if v is None or isinstance(v, bool):
         return json.dumps(v)
     if isinstance(v, (int, float)):
-        f = float(v)  # every number is a double: big ints round, as in the guard
+        f = float(v)  # every number is a double, as in the guard
         if not math.isfinite(f):
             raise CanonicalError(f"{v!r} is outside the double range")
+        # Past 2^53 - 1 two integers can be one double: the guard refuses
+        # such numbers, and so does this rule (send them as strings).
+        if abs(v) > MAX_EXACT_INTEGER:
+            raise CanonicalError(f"{v!r} is beyond +-(2^53 - 1): send it as a string, with its exact digits")
         return _number(f)
     if isinstance(v, str):
         return _string(v)
