@@ -184,7 +184,12 @@ func (c *clientFlags) connectNATS() (*nats.Conn, error) {
 	}
 	opts = append(opts, nats.Name("yesguard-cli"), nats.Timeout(3*time.Second), nats.MaxReconnects(0))
 	nc, err := nats.Connect(url, opts...)
-	if err != nil {
+	switch {
+	case errors.Is(err, nats.ErrAuthorization):
+		// The server answered: it is running, and refused the credential.
+		return nil, fmt.Errorf("connect to NATS at %s: %w (the server refused this credential: give the pipeline's with --nats-user and --nats-password-file, --nats-creds, --nats-nkey or --nats-token-file)",
+			auth.RedactURLs(url), err)
+	case err != nil:
 		return nil, fmt.Errorf("connect to NATS at %s: %w (is the guard running? Its embedded server listens on --nats-listen, %s by default)",
 			auth.RedactURLs(url), err, server.DefaultNATSListen)
 	}

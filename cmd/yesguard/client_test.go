@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
@@ -444,5 +445,23 @@ func TestDecisionsPagesThroughALargeCall(t *testing.T) {
 	}
 	if len(out.Decisions) != n {
 		t.Errorf("printed %d records, want %d", len(out.Decisions), n)
+	}
+}
+
+// A NATS server that answers and refuses the credential is not a guard
+// that is down: the error says which credential flags to give.
+func TestSayRefusedCredentialNamesTheFlags(t *testing.T) {
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, Username: "pipeline", Password: "secret", NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	r := runCmd(t, nil, "say", "--nats-url", ns.ClientURL(), "c1", "caller", "hi")
+	if r.code != exitError || !strings.Contains(r.stderr, "refused this credential") || strings.Contains(r.stderr, "is the guard running?") {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming the credential flags, not asking whether the guard runs", r.code, r.stderr)
 	}
 }

@@ -167,7 +167,7 @@ func runServe(ctx context.Context, args []string, e *env) int {
 		zap.String("http", srv.HTTPAddr()),
 		zap.String("decision_log", cfg.DecisionLog),
 		zap.String("state", cfg.State),
-		zap.String("data_dir", dataDirOf(cfg)),
+		zap.String("data_dir", cfg.DataDir),
 		zap.String("version", bi.Version),
 		zap.String("revision", bi.Revision))
 
@@ -252,13 +252,4 @@ func warnExternalNATS(log *zap.Logger, url, from string) {
 		return
 	}
 	log.Info("using an external NATS server; the embedded NATS server is off", fields...)
-}
-
-// dataDirOf is the data directory in use: the embedded server's, with the
-// JetStream state.
-func dataDirOf(cfg server.Config) string {
-	if cfg.State != server.StateJetStream || cfg.NATSURL != "" {
-		return ""
-	}
-	return cfg.DataDir
 }
