@@ -64,6 +64,10 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 		}
 	}
 	key, err := s.cfg.Book.Complete(ctx, id, owner, req.GetResult(), req.GetFailed())
+	// The record is stamped when the book has the result, not after the
+	// approval is closed: a duplicate that saw the original done ended
+	// after this time, and a replay orders the two as they happened.
+	at := s.now()
 	result := "ok"
 	if req.GetFailed() {
 		result = "failed"
@@ -114,7 +118,7 @@ func (s *Service) Complete(ctx context.Context, req *yesguardv1.CompleteRequest)
 	}
 	d := &yesguardv1.Decision{
 		DecisionId:         ulid.Make().String(),
-		Time:               timestamppb.New(s.now()),
+		Time:               timestamppb.New(at),
 		CallId:             key.CallID,
 		Tool:               key.Tool,
 		ArgsHash:           key.ArgsHash,
