@@ -14,6 +14,7 @@ type Metrics struct {
 	ActiveCalls    prometheus.Gauge
 	CallsEvicted   *prometheus.CounterVec // cause: idle, ended
 	LimitHits      *prometheus.CounterVec // limit
+	SettleRequests prometheus.Counter     // the stream ingester's (Settle)
 }
 
 // NewMetrics registers the transcript's collectors on reg; a nil reg
@@ -25,5 +26,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ActiveCalls:    metrics.NewGauge(reg, metrics.ActiveCalls),
 		CallsEvicted:   metrics.NewCounterVec(reg, metrics.CallsEvicted),
 		LimitHits:      metrics.NewCounterVec(reg, metrics.LimitHits),
+		SettleRequests: metrics.NewCounter(reg, metrics.SettleRequests),
 	}
 }

@@ -1,10 +1,10 @@
 package transcript
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -78,12 +78,19 @@ type StreamIngester struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 
-	// settling are the Settle calls waiting for a stream sequence to be
-	// applied; nSettling counts them, so that handle looks only when some
-	// wait.
+	// settling are the waits for a stream sequence to be applied (Settle);
+	// nSettling counts them, so that handle looks only when some wait.
 	settleMu  sync.Mutex
-	settling  []settleWait
+	settling  settleHeap
 	nSettling atomic.Int32
+	// heldCur is the request for the stream's last sequence in flight,
+	// heldNext the one the Settles that began since share (Settle).
+	heldMu            sync.Mutex
+	heldCur, heldNext *heldReq
+	lookups           chan struct{} // the per-call lookups' slots
+	// floor: the consumer started at the stream's end, this sequence; the
+	// events up to it are older than the rebuild window.
+	floor atomic.Uint64
 
 	replayUntil atomic.Uint64 // messages at or below it are a replay
 	applied     atomic.Uint64 // the last stream sequence applied
@@ -101,11 +108,6 @@ type StreamIngester struct {
 	// beforeHandle, when set (by tests, before Start), runs before each
 	// message is handled: a test stalls the consumer with it.
 	beforeHandle func(streamSeq uint64)
-}
-
-type settleWait struct {
-	seq  uint64
-	done chan struct{}
 }
 
 // StreamOptions configure a StreamIngester.
@@ -142,6 +144,7 @@ func NewStreamIngester(js jetstream.JetStream, stream, prefix string, store *Sto
 	return &StreamIngester{
 		js: js, stream: stream, prefix: prefix, store: store, limits: limits, log: log, m: m,
 		rebuild: o.Rebuild, maxLag: o.MaxLag, onChange: o.OnChange, resync: make(chan struct{}, 1),
+		lookups: make(chan struct{}, settleLookups),
 	}
 }
 
@@ -353,6 +356,10 @@ func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
 	// aged past the rebuild window: it starts at the stream's end, and
 	// Delivered.Stream names that end) has nothing to apply either.
 	if info.NumPending == 0 && (in.applied.Load() >= info.Delivered.Stream || info.Delivered.Consumer == 0) {
+		if info.Delivered.Consumer == 0 && info.Delivered.Stream > in.floor.Load() {
+			in.floor.Store(info.Delivered.Stream)
+			in.wakeSettled(in.covered())
+		}
 		in.markCaughtUp()
 	}
 }
@@ -414,9 +421,16 @@ func (in *StreamIngester) discarded(first, last uint64) {
 
 // Settle waits, within ctx, until every event of the call that the stream
 // held when it was called has been applied: an ALLOW then rests on every
-// word the pipeline published before it, whichever replica judges. It
-// costs a round trip (the call's last message in the stream) and, when
-// this replica lags, the wait.
+// word the pipeline published before it, whichever replica judges.
+//
+// It asks the stream for its last sequence, but never once per Check: one
+// request is in flight at a time, and every Settle that begins meanwhile
+// shares the next one (sent when it returns, so that it answers for a
+// moment after each of them began). A burst of Checks costs two round
+// trips, not a queue of JetStream API requests. When this replica has
+// not applied that sequence yet (it lags a flood on other calls), a few
+// Settles at a time (settleLookups) also ask for their own call's last
+// event and wait only for that; the others wait for the whole stream.
 func (in *StreamIngester) Settle(ctx context.Context, callID string) error {
 	in.mu.Lock()
 	s := in.jsStream
@@ -424,54 +438,172 @@ func (in *StreamIngester) Settle(ctx context.Context, callID string) error {
 	if s == nil {
 		return errors.New("transcript: the stream ingester is not started")
 	}
-	msg, err := s.GetLastMsgForSubject(ctx, in.prefix+"."+callID)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return nil // nothing of the call in the stream
-	case err != nil:
-		return fmt.Errorf("transcript: the call's last event in the stream: %w", err)
+	r := in.joinHeld(s)
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return fmt.Errorf("transcript: the stream's last sequence: %w", ctx.Err())
 	}
-	if in.applied.Load() >= msg.Sequence {
+	if r.err != nil {
+		return fmt.Errorf("transcript: the stream's last sequence: %w", r.err)
+	}
+	target, applied := r.seq, r.applied
+	select {
+	case <-applied:
 		return nil
-	}
-	w := settleWait{seq: msg.Sequence, done: make(chan struct{})}
-	in.settleMu.Lock()
-	in.settling = append(in.settling, w)
-	in.nSettling.Add(1)
-	in.settleMu.Unlock()
-	if in.applied.Load() >= msg.Sequence {
-		in.wakeSettled(in.applied.Load()) // applied meanwhile
+	default:
 	}
 	select {
-	case <-w.done:
+	case in.lookups <- struct{}{}:
+		defer func() { <-in.lookups }()
+		msg, err := s.GetLastMsgForSubject(ctx, in.prefix+"."+callID)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			return nil // nothing of the call in the stream
+		case err != nil:
+			return fmt.Errorf("transcript: the call's last event in the stream: %w", err)
+		}
+		if msg.Sequence < target {
+			target = msg.Sequence
+			w := in.waitApplied(target)
+			defer in.cancelWait(w)
+			applied = w.done
+		}
+	default:
+	}
+	select {
+	case <-applied:
 		return nil
 	case <-ctx.Done():
-		in.settleMu.Lock()
-		for i, o := range in.settling {
-			if o.done == w.done {
-				in.settling = slices.Delete(in.settling, i, i+1)
-				in.nSettling.Add(-1)
-				break
-			}
-		}
-		in.settleMu.Unlock()
-		return fmt.Errorf("transcript: stream sequence %d of the call not applied yet (applied %d): %w", msg.Sequence, in.applied.Load(), ctx.Err())
+		return fmt.Errorf("transcript: stream sequence %d not applied yet (applied %d): %w", target, in.covered(), ctx.Err())
 	}
 }
 
-// wakeSettled releases the Settle calls waiting for sequences up to seq.
+// settleLookups bounds the Settles that look up their own call's last
+// event while the replica lags.
+const settleLookups = 16
+
+// heldTimeout bounds one request for the stream's last sequence.
+const heldTimeout = 2 * time.Second
+
+// heldReq is one request for the stream's last sequence, shared by every
+// Settle that began before it was sent. done is closed when it returns;
+// then applied is closed once that sequence has been applied.
+type heldReq struct {
+	done    chan struct{}
+	seq     uint64
+	err     error
+	applied chan struct{}
+}
+
+// joinHeld returns the request that will answer for this moment: the one
+// waiting to be sent, or a new one (sent now when none is in flight).
+func (in *StreamIngester) joinHeld(s jetstream.Stream) *heldReq {
+	in.heldMu.Lock()
+	defer in.heldMu.Unlock()
+	if in.heldNext != nil {
+		return in.heldNext
+	}
+	r := &heldReq{done: make(chan struct{})}
+	if in.heldCur != nil {
+		in.heldNext = r
+		return r
+	}
+	in.heldCur = r
+	go in.askHeld(s, r)
+	return r
+}
+
+// askHeld sends r, then each request that was joined meanwhile, one at a
+// time.
+func (in *StreamIngester) askHeld(s jetstream.Stream, r *heldReq) {
+	for r != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), heldTimeout)
+		info, err := s.Info(ctx)
+		cancel()
+		if in.m != nil {
+			in.m.SettleRequests.Inc()
+		}
+		if err != nil {
+			r.err = err
+		} else {
+			r.seq = info.State.LastSeq
+			r.applied = in.waitApplied(r.seq).done
+		}
+		close(r.done)
+		in.heldMu.Lock()
+		in.heldCur, in.heldNext = in.heldNext, nil
+		r = in.heldCur
+		in.heldMu.Unlock()
+	}
+}
+
+// covered is the last stream sequence this replica holds everything up
+// to: the last one applied, or the stream's end when its consumer started
+// there (every event before it older than the rebuild window).
+func (in *StreamIngester) covered() uint64 { return max(in.applied.Load(), in.floor.Load()) }
+
+// waitApplied registers a wait for stream sequence seq; its done is
+// closed once covered reaches seq (at once if it has).
+func (in *StreamIngester) waitApplied(seq uint64) *settleWait {
+	w := &settleWait{seq: seq, done: make(chan struct{})}
+	in.settleMu.Lock()
+	heap.Push(&in.settling, w)
+	in.nSettling.Add(1)
+	in.settleMu.Unlock()
+	in.wakeSettled(in.covered()) // covered meanwhile
+	return w
+}
+
+// cancelWait drops a wait that nobody waits for any more.
+func (in *StreamIngester) cancelWait(w *settleWait) {
+	in.settleMu.Lock()
+	defer in.settleMu.Unlock()
+	if w.index >= 0 {
+		heap.Remove(&in.settling, w.index)
+		in.nSettling.Add(-1)
+	}
+}
+
+// wakeSettled releases the waits for sequences up to seq.
 func (in *StreamIngester) wakeSettled(seq uint64) {
 	in.settleMu.Lock()
 	defer in.settleMu.Unlock()
-	kept := in.settling[:0]
-	for _, w := range in.settling {
-		if w.seq <= seq {
-			close(w.done)
-			in.nSettling.Add(-1)
-		} else {
-			kept = append(kept, w)
-		}
+	for len(in.settling) > 0 && in.settling[0].seq <= seq {
+		w := heap.Pop(&in.settling).(*settleWait)
+		close(w.done)
+		in.nSettling.Add(-1)
 	}
-	clear(in.settling[len(kept):])
-	in.settling = kept
+}
+
+// settleWait is a wait for a stream sequence; index is its place in the
+// heap (-1: released or dropped).
+type settleWait struct {
+	seq   uint64
+	done  chan struct{}
+	index int
+}
+
+// settleHeap is a min-heap of waits by sequence: applying a message looks
+// only at its top.
+type settleHeap []*settleWait
+
+func (h settleHeap) Len() int           { return len(h) }
+func (h settleHeap) Less(i, j int) bool { return h[i].seq < h[j].seq }
+func (h settleHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *settleHeap) Push(x any) {
+	w := x.(*settleWait)
+	w.index = len(*h)
+	*h = append(*h, w)
+}
+func (h *settleHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	w.index = -1
+	*h = old[:len(old)-1]
+	return w
 }
