@@ -136,6 +136,8 @@ var (
 		"Reloads (SIGHUP) that failed, by what: policy (with the locales), tokens, tls, approval_keys. What failed keeps what it had.", "what")
 	RedactionErrors = series(Counter, "decision", "redaction_errors_total",
 		"Decision records whose args or result could not be parsed for redaction; the copy written lost them whole.")
+	ListenerConnections = series(Gauge, "listener", "connections",
+		"Connections open on a listener (grpc, http), bounded by --max-conns.", "listener")
 	PagesHostRefused = series(Counter, "http", "pages_host_refused_total",
 		"Requests for the /calls pages refused (421) because, without tokens, their Host was not a loopback name: a DNS rebinding attempt or a misaddressed browser.")
 	// auth (the gRPC interceptors; package auth builds this collector).
@@ -153,7 +155,7 @@ var catalogue = []Series{
 	SettleRequests,
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations, DedupeUnreadable,
-	NATSConnected, NATSReconnects, NATSErrors,
+	NATSConnected, NATSReconnects, NATSErrors, ListenerConnections,
 	AuthRefused, ReloadErrors, RedactionErrors, PagesHostRefused,
 	BuildInfo,
 }

@@ -44,6 +44,9 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 		Host:       host,
 		Port:       port,
 		NoSigs:     true,
+		// Its clients share the process's file descriptors with gRPC and
+		// HTTP (conns.go).
+		MaxConn: s.connBound,
 	}
 	// The users: the pipeline (or, on a loopback server without a
 	// pipeline credential, whoever connects, with the pipeline's rights)
