@@ -112,6 +112,8 @@ var (
 		"1 while the guard has applied every event the transcript stream held at its start or last reconnect, else 0 (every Check is refused).")
 	TranscriptPending = series(Gauge, "transcript", "stream_pending",
 		"Transcript stream messages not yet applied, as of the last one applied.")
+	ConsumerRestarts = series(Counter, "transcript", "consumer_restarts_total",
+		"Times the transcript stream's consumer, found stalled or not answering (its node lost), was recreated from the sequence after the last applied.")
 	SettleRequests = series(Counter, "transcript", "settle_requests_total",
 		"Requests for the transcript stream's last sequence before an ALLOW; one is shared by every Check waiting at that moment.")
 	DecisionsQueued = series(Gauge, "decision_store", "queued",
@@ -152,7 +154,7 @@ var catalogue = []Series{
 	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions, Redeems,
 	DecisionLogDropped, DecisionLogWritten,
 	Events, EventsRejected, LimitHits, ActiveCalls, CallsEvicted, StoreBytes, TranscriptCaughtUp, TranscriptPending,
-	SettleRequests,
+	SettleRequests, ConsumerRestarts,
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations, DedupeUnreadable,
 	NATSConnected, NATSReconnects, NATSErrors, ListenerConnections,

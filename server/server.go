@@ -233,7 +233,12 @@ type Server struct {
 	// until then the feed is behind. graceOnConnect: the first connection
 	// came late (NATS was unreachable at start), so it starts a grace too.
 	graceUntil     atomic.Int64
+	graceLen       atomic.Int64 // the grace running, ns
 	graceOnConnect atomic.Bool
+	// lastServer is the URL of the NATS server last connected to;
+	// downSince (unix ns) when the connection was last lost.
+	lastServer atomic.Pointer[string]
+	downSince  atomic.Int64
 	// catchUpWait, when set (tests), replaces catchUpStartWait.
 	catchUpWait *time.Duration
 

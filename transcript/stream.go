@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -35,13 +36,14 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes int64, dup
 }
 
 // StreamIngester applies the transcript stream to a store. Each replica
-// reads every event through its own ordered consumer: an ephemeral,
-// flow-controlled consumer that the client recreates, from the stream
-// sequence after the last one it delivered, whenever it misses a
-// heartbeat, sees a sequence gap or reconnects. No acks and no server-side
-// state per replica to clean up; a durable would keep a position across
-// restarts, but a restarted replica has lost the state that position
-// belongs to, and must rebuild it from the stream anyway.
+// reads every event through its own consumer, ordered as the client's
+// ordered consumer is: an ephemeral in memory, without acks, that the
+// ingester recreates, from the stream sequence after the last one it
+// applied, whenever it misses heartbeats, skips a delivery or is found
+// stalled (consume, restart). No server-side state per replica to clean
+// up; a durable would keep a position across restarts, but a restarted
+// replica has lost the state that position belongs to, and must rebuild
+// it from the stream anyway.
 //
 // Rules that hold:
 //   - Events are applied in stream order, with the stream's timestamp as
@@ -53,7 +55,8 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes int64, dup
 //   - It is behind, too, while it lags: messages are pending and the last
 //     one applied was stored more than MaxLag ago; and when its consumer
 //     stalls (probeLive: no answer, or nothing applied while events wait,
-//     two seconds running) until it has caught up again.
+//     two probes running; heartbeats missed; a delivery skipped) until it
+//     has caught up again on a consumer recreated.
 //   - A start replays the last Rebuild of the stream, so that the calls in
 //     progress are rebuilt.
 //   - Stream sequences are applied without a hole: a jump (events the
@@ -104,6 +107,20 @@ type StreamIngester struct {
 	stalled                atomic.Pointer[string]
 	probeFails, probeStill int
 	probeApplied           uint64
+
+	// start is where the first consumer starts (the rebuild window).
+	start time.Time
+	// handleMu serialises applying messages; gen names the current
+	// consumer, whose messages alone are applied (consume).
+	handleMu sync.Mutex
+	gen      uint64
+	// delivered is the current consumer's last delivery sequence applied
+	// (handleMu).
+	delivered uint64
+	// restartWanted: the consumer was found stalled; the catch-up loop
+	// recreates it. infoFails belongs to the catch-up loop's goroutine.
+	restartWanted atomic.Bool
+	infoFails     int // checkCaughtUp's, in a row
 
 	// beforeHandle, when set (by tests, before Start), runs before each
 	// message is handled: a test stalls the consumer with it.
@@ -161,27 +178,139 @@ func (in *StreamIngester) Start(ctx context.Context) error {
 		return fmt.Errorf("transcript: stream %s: %w", in.stream, err)
 	}
 	in.replayUntil.Store(s.CachedInfo().State.LastSeq)
-	start := time.Now().Add(-in.rebuild)
-	cons, err := in.js.OrderedConsumer(ctx, in.stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{in.prefix + ".>"},
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &start,
-	})
+	in.start = time.Now().Add(-in.rebuild)
+	cons, cc, err := in.consume(ctx)
 	if err != nil {
-		return fmt.Errorf("transcript: consumer of %s: %w", in.stream, err)
-	}
-	cc, err := cons.Consume(in.handle, jetstream.PullMaxMessages(512), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		in.log.Warn("transcript stream consumer", zap.Error(err))
-		in.Resync()
-	}))
-	if err != nil {
-		return fmt.Errorf("transcript: consume %s: %w", in.stream, err)
+		return err
 	}
 	in.consumer, in.jsStream, in.cc = cons, s, cc
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	in.cancel, in.done = cancel, make(chan struct{})
 	go in.catchUpLoop(lctx)
 	return nil
+}
+
+// consume creates a consumer that delivers from the stream sequence after
+// the last one applied (from the rebuild window's start when none was),
+// and consumes it. It is what the client's ordered consumer is (an
+// ephemeral in memory, no acks, heartbeats), but the ingester recreates it
+// itself, with short timeouts (restart): the client's own reset waits 10 s
+// for each attempt, and while a lost node's consumers are being
+// reassigned one attempt after the other can take that long. Its messages
+// are applied only while it is the ingester's current consumer (handleMu,
+// gen) and only in its own delivery order (a delivery sequence skipped
+// has it recreated), so none can be applied twice or out of order.
+func (in *StreamIngester) consume(ctx context.Context) (jetstream.Consumer, jetstream.ConsumeContext, error) {
+	in.handleMu.Lock()
+	in.gen++
+	gen := in.gen
+	in.delivered = 0
+	cfg := jetstream.ConsumerConfig{
+		FilterSubjects:    []string{in.prefix + ".>"},
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: consumerInactive,
+	}
+	if a := in.applied.Load(); a > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, a+1
+	} else {
+		start := in.start
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
+	}
+	in.handleMu.Unlock()
+	cons, err := in.js.CreateOrUpdateConsumer(ctx, in.stream, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transcript: consumer of %s: %w", in.stream, err)
+	}
+	handle := func(msg jetstream.Msg) {
+		in.handleMu.Lock()
+		defer in.handleMu.Unlock()
+		if gen != in.gen {
+			return
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return
+		}
+		if meta.Sequence.Consumer != in.delivered+1 {
+			// A delivery lost on the way (a reconnect, a slow consumer):
+			// start again after the last one applied.
+			in.gen++
+			in.wantRestart("the transcript stream's consumer skipped deliveries " + strconv.FormatUint(in.delivered+1, 10) + " to " + strconv.FormatUint(meta.Sequence.Consumer-1, 10))
+			return
+		}
+		in.delivered = meta.Sequence.Consumer
+		in.handle(msg, meta)
+	}
+	cc, err := cons.Consume(handle, jetstream.PullMaxMessages(512), jetstream.PullHeartbeat(consumerHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			in.log.Warn("transcript stream consumer", zap.Error(err))
+			if errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+				errors.Is(err, nats.ErrNoResponders) {
+				in.wantRestart("the transcript stream's consumer: " + err.Error())
+			}
+			in.Resync()
+		}))
+	if err != nil {
+		return nil, nil, fmt.Errorf("transcript: consume %s: %w", in.stream, err)
+	}
+	return cons, cc, nil
+}
+
+// wantRestart has the catch-up loop recreate the consumer, and marks the
+// ingester behind until it has caught up again.
+func (in *StreamIngester) wantRestart(why string) {
+	in.restartWanted.Store(true)
+	in.stalled.Store(&why)
+	in.Resync()
+}
+
+// consumerHeartbeat is how often the server tells an idle consumer it is
+// alive; two missed have it recreated. consumerInactive: the server
+// deletes a consumer no one pulled from for this long (one left behind by
+// a restart, or by a replica that died).
+const (
+	consumerHeartbeat = time.Second
+	consumerInactive  = 5 * time.Minute
+)
+
+// restartTimeout bounds one attempt to recreate a stalled consumer.
+const restartTimeout = time.Second
+
+// restart replaces a consumer found stalled (the liveness probe, missed
+// heartbeats, a delivery skipped; its node lost, say) with a new one from
+// the sequence after the last applied. The catch-up loop calls it, every
+// catch-up step, until it succeeds: as soon as the stream has a leader
+// again and the cluster has placed the new consumer.
+func (in *StreamIngester) restart(ctx context.Context) bool {
+	ictx, cancel := context.WithTimeout(ctx, restartTimeout)
+	defer cancel()
+	cons, cc, err := in.consume(ictx)
+	if err != nil {
+		in.log.Warn("transcript stream consumer not recreated yet", zap.Error(err))
+		return false
+	}
+	in.mu.Lock()
+	old, oldCons := in.cc, in.consumer
+	if old == nil { // stopped meanwhile
+		in.mu.Unlock()
+		cc.Stop()
+		return true
+	}
+	in.consumer, in.cc = cons, cc
+	in.mu.Unlock()
+	old.Stop()
+	go func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = in.js.DeleteConsumer(dctx, in.stream, oldCons.CachedInfo().Name)
+	}()
+	if in.m != nil {
+		in.m.ConsumerRestarts.Inc()
+	}
+	in.log.Info("transcript stream consumer recreated", zap.Uint64("from_stream_seq", in.applied.Load()+1))
+	return true
 }
 
 // Stop stops consuming after the message being applied.
@@ -264,6 +393,11 @@ func (in *StreamIngester) catchUpLoop(ctx context.Context) {
 	t := time.NewTicker(catchUpStep)
 	defer t.Stop()
 	for n := 0; ; n++ {
+		if in.restartWanted.Load() {
+			if in.restartWanted.Store(false); !in.restart(ctx) {
+				in.restartWanted.Store(true)
+			}
+		}
 		if !in.caughtUp.Load() {
 			in.checkCaughtUp(ctx)
 		} else if n%probeEvery == 0 {
@@ -282,10 +416,19 @@ func (in *StreamIngester) catchUpLoop(ctx context.Context) {
 const catchUpStep = 100 * time.Millisecond
 
 // A caught-up ingester probes its consumer every probeEvery catch-up steps
-// (1 s); probeStalled probes in a row that find it stalled mark it behind.
+// (300 ms); probeStalled probes in a row that find it stalled mark it
+// behind, and have it recreated.
 const (
-	probeEvery   = 10
+	probeEvery   = 3
 	probeStalled = 2
+)
+
+// probeTimeout bounds one probe, or one question whether a behind
+// ingester caught up; restartAfter of the latter in a row that get no
+// answer have the consumer recreated.
+const (
+	probeTimeout = 500 * time.Millisecond
+	restartAfter = 3
 )
 
 // probeLive asks the server about the consumer of a caught-up ingester.
@@ -304,7 +447,7 @@ func (in *StreamIngester) probeLive(ctx context.Context) {
 	if cons == nil {
 		return
 	}
-	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	ictx, cancel := context.WithTimeout(ctx, probeTimeout)
 	info, err := cons.Info(ictx)
 	cancel()
 	if ctx.Err() != nil {
@@ -332,9 +475,8 @@ func (in *StreamIngester) probeLive(ctx context.Context) {
 	in.probeApplied = applied
 	if why != "" {
 		in.probeFails, in.probeStill = 0, 0
-		in.stalled.Store(&why)
 		in.log.Warn("transcript stream consumer stalled; every Check is refused until it catches up", zap.String("why", why))
-		in.Resync()
+		in.wantRestart(why)
 	}
 }
 
@@ -345,12 +487,19 @@ func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
 	if cons == nil {
 		return
 	}
-	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	ictx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	info, err := cons.Info(ictx)
 	if err != nil {
-		return // reset under way, or not connected: try again
+		// Reset under way, or not connected: try again. A consumer that
+		// does not answer for a while (its node lost) is recreated.
+		if in.infoFails++; in.infoFails >= restartAfter {
+			in.infoFails = 0
+			in.restartWanted.Store(true)
+		}
+		return
 	}
+	in.infoFails = 0
 	// Nothing pending, and everything delivered applied. A consumer that
 	// has delivered nothing at all (a restart after the stream's events
 	// aged past the rebuild window: it starts at the stream's end, and
@@ -372,11 +521,7 @@ func (in *StreamIngester) markCaughtUp() {
 	}
 }
 
-func (in *StreamIngester) handle(msg jetstream.Msg) {
-	meta, err := msg.Metadata()
-	if err != nil {
-		return
-	}
+func (in *StreamIngester) handle(msg jetstream.Msg, meta *jetstream.MsgMetadata) {
 	seq := meta.Sequence.Stream
 	if in.beforeHandle != nil {
 		in.beforeHandle(seq)
@@ -518,16 +663,23 @@ func (in *StreamIngester) joinHeld(s jetstream.Stream) *heldReq {
 // time.
 func (in *StreamIngester) askHeld(s jetstream.Stream, r *heldReq) {
 	for r != nil {
+		// The stream's last message, which only its leader answers (a
+		// stream info is answered by every replica while the stream has
+		// no leader, from copies that may lack what the leader
+		// acknowledged last).
 		ctx, cancel := context.WithTimeout(context.Background(), heldTimeout)
-		info, err := s.Info(ctx)
+		msg, err := s.GetLastMsgForSubject(ctx, in.prefix+".>")
 		cancel()
 		if in.m != nil {
 			in.m.SettleRequests.Inc()
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound): // an empty stream
+			r.applied = in.waitApplied(0).done
+		case err != nil:
 			r.err = err
-		} else {
-			r.seq = info.State.LastSeq
+		default:
+			r.seq = msg.Sequence
 			r.applied = in.waitApplied(r.seq).done
 		}
 		close(r.done)
