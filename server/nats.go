@@ -176,8 +176,9 @@ func (s *Server) natsOptions() []nats.Option {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.metrics.reconnects.Inc()
-			s.log.Info("NATS reconnected", zap.String("url", nc.ConnectedUrlRedacted()))
-			if prev := s.noteServer(nc); prev != "" && prev != nc.ConnectedUrl() && time.Since(time.Unix(0, s.downSince.Load())) < failoverWithin {
+			prev, down := s.noteServer(nc), time.Since(time.Unix(0, s.downSince.Load()))
+			s.log.Info("NATS reconnected", zap.String("url", nc.ConnectedUrlRedacted()), zap.String("from", auth.RedactURLs(prev)), zap.Duration("down", down))
+			if prev != "" && prev != nc.ConnectedUrl() && down < failoverWithin {
 				s.startGraceFor("NATS failed over to another node of its cluster", min(s.cfg.ReconnectGrace, failoverGrace))
 			} else {
 				s.startGrace("NATS reconnected")
