@@ -3,8 +3,10 @@ package decisions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,4 +92,50 @@ func TestStreamFailsFastWhileNATSIsDown(t *testing.T) {
 	if st, err := os.Stat(spoolFile); err != nil || st.Size() != 0 {
 		t.Errorf("the spool after every record was stored: %v, %v; want it empty", st, err)
 	}
+}
+
+// A burst of records queued at once (NATS down, or a stream slower than
+// the Checks' deadlines) shares the spool's syncs: each Add still returns
+// with its record synced, but they do not wait for a sync each in turn,
+// which held the answers of a burst up for seconds.
+func TestSpoolBurstSharesSyncs(t *testing.T) {
+	srv := natstest.StartRestartable(t)
+	_, js, down, _ := natstest.ConnectWatched(t, srv.ClientURL())
+	if _, err := js.CreateOrUpdateStream(t.Context(), StreamConfig("YG_DECISIONS", DefaultSubjectPrefix, time.Hour, 64<<20, 100, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStream(js, "YG_DECISIONS", DefaultSubjectPrefix)
+	t.Cleanup(func() {
+		// NATS stays down: what is queued stays in the spool.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
+	spoolDir := t.TempDir()
+	if _, err := s.OpenSpool(spoolDir); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	<-down
+	const burst = 500
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range burst {
+		wg.Go(func() {
+			<-start
+			if err := s.Add(context.Background(), record(fmt.Sprint("burst-", i), time.Duration(i), 10)); !errors.Is(err, ErrUnavailable) {
+				t.Errorf("Add while NATS was down: %v, want ErrUnavailable", err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	spooled, err := readSpool(filepath.Join(spoolDir, "decisions-0.spool"))
+	if err != nil || len(spooled) != burst {
+		t.Fatalf("the spool holds %d records (%v), want %d", len(spooled), err, burst)
+	}
+	if n := s.spool.syncs.Load(); n > burst/5 {
+		t.Fatalf("%d records spooled at once took %d syncs, want them shared (at most %d)", burst, n, burst/5)
+	}
+	t.Logf("%d records spooled at once: %d syncs", burst, s.spool.syncs.Load())
 }

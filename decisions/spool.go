@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gofrs/flock"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -35,11 +36,30 @@ import (
 // may spool there at once.
 const spoolSlots = 16
 
+// The spool commits in groups: the records appended while a write and
+// sync are under way are written, and synced, together by the next one, so
+// a burst of records queued at once (an outage, a stream slower than the
+// Checks' deadlines) costs a few syncs, not one each in turn. Each append
+// still returns only once its record is synced.
 type spool struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // guards f and pending
 	f       *os.File
 	lock    *flock.Flock
 	pending int // records in f not yet stored
+
+	groupMu sync.Mutex // guards next and writing
+	next    *spoolGroup
+	writing bool
+	syncs   atomic.Int64 // the syncs made (tests)
+}
+
+// spoolGroup is records waiting for one write and sync; done is closed
+// after it, err set first.
+type spoolGroup struct {
+	buf  []byte
+	n    int
+	done chan struct{}
+	err  error
 }
 
 // OpenSpool makes the queue durable in dir (created if need be): records
@@ -134,22 +154,58 @@ func readSpool(path string) ([]*yesguardv1.Decision, error) {
 	return out, nil
 }
 
-// append writes d to the spool file and syncs it.
+// append writes d to the spool file and syncs it, with the records
+// appended at the same time.
 func (sp *spool) append(d *yesguardv1.Decision) error {
 	line, err := recordJSON.Marshal(d)
 	if err != nil {
 		return err
 	}
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	if _, err := sp.f.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("decisions: spool: %w", err)
+	sp.groupMu.Lock()
+	g := sp.next
+	if g == nil {
+		g = &spoolGroup{done: make(chan struct{})}
+		sp.next = g
 	}
-	if err := sp.f.Sync(); err != nil {
-		return fmt.Errorf("decisions: spool: %w", err)
+	g.buf = append(append(g.buf, line...), '\n')
+	g.n++
+	if !sp.writing {
+		sp.writing = true
+		go sp.commit()
 	}
-	sp.pending++
-	return nil
+	sp.groupMu.Unlock()
+	<-g.done
+	return g.err
+}
+
+// commit writes and syncs the waiting groups, one after the other, until
+// none is left.
+func (sp *spool) commit() {
+	for {
+		sp.groupMu.Lock()
+		g := sp.next
+		sp.next = nil
+		if g == nil {
+			sp.writing = false
+			sp.groupMu.Unlock()
+			return
+		}
+		sp.groupMu.Unlock()
+		sp.mu.Lock()
+		_, err := sp.f.Write(g.buf)
+		if err == nil {
+			err = sp.f.Sync()
+			sp.syncs.Add(1)
+		}
+		if err == nil {
+			sp.pending += g.n
+		}
+		sp.mu.Unlock()
+		if err != nil {
+			g.err = fmt.Errorf("decisions: spool: %w", err)
+		}
+		close(g.done)
+	}
 }
 
 // stored counts one spooled record stored; the last empties the file.

@@ -116,6 +116,10 @@ var (
 		"1 while the guard has applied every event the transcript stream held at its start or last reconnect, else 0 (every Check is refused).")
 	TranscriptPending = series(Gauge, "transcript", "stream_pending",
 		"Transcript stream messages not yet applied, as of the last one applied.")
+	ConsumerRestarts = series(Counter, "transcript", "consumer_restarts_total",
+		"Times the transcript stream's consumer, found stalled or not answering (its node lost), was recreated from the sequence after the last applied.")
+	SettleRequests = series(Counter, "transcript", "settle_requests_total",
+		"Requests for the transcript stream's last sequence before an ALLOW; one is shared by every Check waiting at that moment.")
 	DecisionsQueued = series(Gauge, "decision_store", "queued",
 		"Decision records waiting to be stored again on the decision stream.")
 	DecisionsDropped = series(Counter, "decision_store", "dropped_total",
@@ -142,6 +146,8 @@ var (
 		"Decision records larger than their bound (64 KiB) trimmed before they were logged and stored: recent turns, then long texts, then arguments and result left out; the record's detail says what.")
 	RedactionErrors = series(Counter, "decision", "redaction_errors_total",
 		"Decision records whose args or result could not be parsed for redaction; the copy written lost them whole.")
+	ListenerConnections = series(Gauge, "listener", "connections",
+		"Connections open on a listener (grpc, http), bounded by --max-conns.", "listener")
 	PagesHostRefused = series(Counter, "http", "pages_host_refused_total",
 		"Requests for the /calls pages refused (421) because, without tokens, their Host was not a loopback name: a DNS rebinding attempt or a misaddressed browser.")
 	// auth (the gRPC interceptors; package auth builds this collector).
@@ -156,9 +162,10 @@ var catalogue = []Series{
 	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions, Redeems,
 	DecisionLogDropped, DecisionLogWritten,
 	Events, EventsRejected, LimitHits, GRPCEvents, ActiveCalls, CallsEvicted, StoreBytes, TranscriptCaughtUp, TranscriptPending,
+	SettleRequests, ConsumerRestarts,
 	DecisionsQueued, DecisionsDropped,
 	DedupeHits, Reservations, DedupeUnreadable,
-	NATSConnected, NATSReconnects, NATSErrors,
+	NATSConnected, NATSReconnects, NATSErrors, ListenerConnections,
 	AuthRefused, ReloadErrors, RedactionErrors, DecisionsUnencodable, DecisionsTrimmed, PagesHostRefused,
 	BuildInfo,
 }

@@ -32,6 +32,10 @@ const (
 	// DefaultReconnectGrace is above nats.go's 2 s reconnect wait and its
 	// jitter (100 ms; 1 s with TLS).
 	DefaultReconnectGrace = 3 * time.Second
+	// DefaultMaxConns and DefaultIdleTimeout: Config.MaxConns and
+	// Config.IdleTimeout.
+	DefaultMaxConns    = 4096
+	DefaultIdleTimeout = 5 * time.Minute
 
 	StateJetStream = "jetstream"
 	StateMemory    = "memory"
@@ -74,6 +78,7 @@ func DefaultDataDir() string {
 //	LogLevel        log_level
 //	ShutdownTimeout shutdown_timeout
 //	ReconnectGrace  reconnect_grace
+//	MaxConns        max_conns
 //	State           state
 //	DataDir         data_dir
 //	JSReplicas      js_replicas
@@ -228,6 +233,16 @@ type Config struct {
 	// "Wait, no.". Keep it above the publishers' reconnect wait and jitter.
 	// Default 3s; negative: none.
 	ReconnectGrace time.Duration
+	// MaxConns bounds the connections each listener holds at once: gRPC,
+	// HTTP and the embedded NATS server's clients, each at most a quarter
+	// of the process's file descriptor limit too (conns.go). Past it, new
+	// connections wait in the kernel's queue until one closes. Default
+	// 4096.
+	MaxConns int
+	// IdleTimeout closes a gRPC or HTTP connection with no call in
+	// progress for this long (the client reconnects when it needs to).
+	// Default 5m. (No flag: tests set it.)
+	IdleTimeout time.Duration
 }
 
 // DefaultConfig returns a config with every default set, the HTTP server
@@ -261,6 +276,12 @@ func (c *Config) SetDefaults() {
 	}
 	if c.ReconnectGrace == 0 {
 		c.ReconnectGrace = DefaultReconnectGrace
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	c.Limits.SetDefaults()
 	if c.State == "" {

@@ -44,6 +44,9 @@ func (s *Server) startNATSServer(ctx context.Context) error {
 		Host:       host,
 		Port:       port,
 		NoSigs:     true,
+		// Its clients share the process's file descriptors with gRPC and
+		// HTTP (conns.go).
+		MaxConn: s.connBound,
 	}
 	// The users: the pipeline (or, on a loopback server without a
 	// pipeline credential, whoever connects, with the pipeline's rights)
@@ -154,12 +157,14 @@ func (s *Server) natsOptions() []nats.Option {
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			s.warnOpenNATS(nc) // first: a test waits for the next line
 			s.log.Info("NATS connected", zap.String("url", nc.ConnectedUrlRedacted()))
+			s.noteServer(nc)
 			if s.graceOnConnect.Load() {
 				s.startGrace("NATS became reachable after the guard started")
 			}
 			s.updateFeedHealth()
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			s.downSince.Store(time.Now().UnixNano())
 			if !s.stopping.Load() {
 				s.log.Warn("NATS disconnected; refusing every Check until it is back", redactedError(err))
 			}
@@ -171,8 +176,13 @@ func (s *Server) natsOptions() []nats.Option {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.metrics.reconnects.Inc()
-			s.log.Info("NATS reconnected", zap.String("url", nc.ConnectedUrlRedacted()))
-			s.startGrace("NATS reconnected")
+			prev, down := s.noteServer(nc), time.Since(time.Unix(0, s.downSince.Load()))
+			s.log.Info("NATS reconnected", zap.String("url", nc.ConnectedUrlRedacted()), zap.String("from", auth.RedactURLs(prev)), zap.Duration("down", down))
+			if prev != "" && prev != nc.ConnectedUrl() && down < failoverWithin {
+				s.startGraceFor("NATS failed over to another node of its cluster", min(s.cfg.ReconnectGrace, failoverGrace))
+			} else {
+				s.startGrace("NATS reconnected")
+			}
 			s.warnOpenNATS(nc) // perhaps another server of the cluster
 			s.resync()
 			s.updateFeedHealth()
@@ -244,6 +254,9 @@ func (s *Server) connectNATS() error {
 		return fmt.Errorf("nats_url: connect to %s: %s", auth.RedactURLs(target), auth.RedactURLs(err.Error()))
 	}
 	s.nc.Store(nc)
+	if nc.IsConnected() {
+		s.noteServer(nc)
+	}
 	if !nc.IsConnected() {
 		s.graceOnConnect.Store(true)
 		s.log.Warn("NATS not reachable yet; retrying", zap.String("url", auth.RedactURLs(target)))
@@ -293,17 +306,43 @@ func newNATSMetrics(reg prometheus.Registerer) natsMetrics {
 	}
 }
 
+// A failover: the guard's connection, lost less than failoverWithin ago,
+// came back at once on another node of the cluster. The cluster stayed
+// up, and the publishers that were on the lost node fail over as fast
+// (nats.go, nats.py and nats.js try the other servers they know without
+// waiting; the reconnect wait is between attempts at the same server), so
+// the grace for what they buffered is failoverGrace, not the whole
+// Config.ReconnectGrace. A reconnect to the same server (it restarted),
+// or after a longer outage, gets the whole grace.
+const (
+	failoverWithin = time.Second
+	failoverGrace  = time.Second
+)
+
+// noteServer records the server nc is connected to and returns the one
+// recorded before.
+func (s *Server) noteServer(nc *nats.Conn) string {
+	cur := nc.ConnectedUrl()
+	if prev := s.lastServer.Swap(&cur); prev != nil {
+		return *prev
+	}
+	return ""
+}
+
 // startGrace starts the reconnect grace (Config.ReconnectGrace), why: the
 // pipeline's publishers may still be reconnecting and flushing events they
 // buffered while NATS was away, so the transcript the guard holds may lack
 // them. It refuses every Check and keeps the health NOT_SERVING until the
 // grace ends, when a timer updates the health.
-func (s *Server) startGrace(why string) {
-	g := s.cfg.ReconnectGrace
+func (s *Server) startGrace(why string) { s.startGraceFor(why, s.cfg.ReconnectGrace) }
+
+// startGraceFor starts a reconnect grace of g.
+func (s *Server) startGraceFor(why string, g time.Duration) {
 	if g <= 0 {
 		return
 	}
 	s.graceUntil.Store(time.Now().Add(g).UnixNano())
+	s.graceLen.Store(int64(g))
 	s.log.Info("reconnect grace: refusing every Check while the publishers reconnect and flush what they buffered",
 		zap.String("why", why), zap.Duration("reconnect_grace", g))
 	time.AfterFunc(g, s.updateFeedHealth)
@@ -318,7 +357,7 @@ func (s *Server) inGrace(now time.Time) string {
 		return ""
 	}
 	return "NATS came back moments ago; the pipeline's publishers may still be reconnecting and sending events they buffered meanwhile (reconnect grace " +
-		s.cfg.ReconnectGrace.String() + ", " + left.Round(time.Millisecond).String() + " left)"
+		time.Duration(s.graceLen.Load()).String() + ", " + left.Round(time.Millisecond).String() + " left)"
 }
 
 // feedState is the engine's view of the transcript feed.

@@ -197,6 +197,10 @@ type Server struct {
 	secMetrics securityMetrics
 	// replica names this process in its records and ledger entries.
 	replica string
+	// conns counts each listener's open connections; connBound is what
+	// each may hold (conns.go), set by Start.
+	conns     *prometheus.GaugeVec
+	connBound int
 
 	// reloadMu serialises Reload.
 	reloadMu sync.Mutex
@@ -231,7 +235,12 @@ type Server struct {
 	// until then the feed is behind. graceOnConnect: the first connection
 	// came late (NATS was unreachable at start), so it starts a grace too.
 	graceUntil     atomic.Int64
+	graceLen       atomic.Int64 // the grace running, ns
 	graceOnConnect atomic.Bool
+	// lastServer is the URL of the NATS server last connected to;
+	// downSince (unix ns) when the connection was last lost.
+	lastServer atomic.Pointer[string]
+	downSince  atomic.Int64
 	// catchUpWait, when set (tests), replaces catchUpStartWait.
 	catchUpWait *time.Duration
 
@@ -287,6 +296,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	}
 	s.gatherer, s.reg = reg, reg
 	s.metrics = newNATSMetrics(reg)
+	s.conns = newListenerMetrics(reg)
 	bi := ReadBuildInfo()
 	metrics.NewGaugeVec(reg, metrics.BuildInfo).WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 
@@ -468,6 +478,7 @@ func (s *Server) start(ctx context.Context) error {
 	s.health.SetServingStatus("", healthgrpc.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(GuardService, healthgrpc.HealthCheckResponse_NOT_SERVING)
 
+	s.connBound = connBound(s.cfg.MaxConns, s.logFDLimit())
 	if s.cfg.NATSURL == "" {
 		if err := s.startNATSServer(ctx); err != nil {
 			return err
@@ -516,16 +527,17 @@ func (s *Server) start(ctx context.Context) error {
 	}
 
 	var err error
-	s.grpcLn, err = net.Listen("tcp", s.cfg.GRPCAddr)
+	ln, err := net.Listen("tcp", s.cfg.GRPCAddr)
 	if err != nil {
 		return fmt.Errorf("grpc_addr: %w", err)
 	}
+	s.grpcLn = boundListener(ln, s.connBound, s.conns.WithLabelValues(listenerGRPC))
 	// The authorizer runs first after the panic recovery, so that nothing
 	// else runs for a refused call.
-	gopts := []grpc.ServerOption{
+	gopts := append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(s.recoverUnary, s.authz.UnaryInterceptor),
 		grpc.ChainStreamInterceptor(s.recoverStream, s.authz.StreamInterceptor),
-	}
+	}, connOptions(s.cfg.IdleTimeout)...)
 	if s.tls != nil {
 		gopts = append(gopts, s.tls.ServerOption())
 	}
@@ -544,17 +556,20 @@ func (s *Server) start(ctx context.Context) error {
 	})
 
 	if s.cfg.HTTPAddr != "" {
-		s.httpLn, err = net.Listen("tcp", s.cfg.HTTPAddr)
+		ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 		if err != nil {
 			return fmt.Errorf("http_addr: %w", err)
 		}
+		s.httpLn = boundListener(ln, s.connBound, s.conns.WithLabelValues(listenerHTTP))
 		errLog, err := zap.NewStdLogAt(s.log.Named("http"), zap.WarnLevel)
 		if err != nil {
 			return fmt.Errorf("http error log: %w", err)
 		}
 		s.http = &http.Server{
 			Handler:           s.httpHandler(),
-			ReadHeaderTimeout: 5 * time.Second,
+			ReadHeaderTimeout: handshakeTimeout,
+			ReadTimeout:       httpReadTimeout,
+			IdleTimeout:       s.cfg.IdleTimeout,
 			ErrorLog:          errLog,
 		}
 		s.wg.Go(func() {

@@ -15,7 +15,11 @@ type Metrics struct {
 	CallsEvicted   *prometheus.CounterVec // cause: idle, ended
 	LimitHits      *prometheus.CounterVec // limit
 	// GRPCEvents counts PublishTranscript's events by result (Writer).
-	GRPCEvents *prometheus.CounterVec // result
+	GRPCEvents     *prometheus.CounterVec // result
+	SettleRequests prometheus.Counter     // the stream ingester's (Settle)
+	// ConsumerRestarts: the stream ingester's consumer, found stalled,
+	// recreated.
+	ConsumerRestarts prometheus.Counter
 }
 
 // NewMetrics registers the transcript's collectors on reg; a nil reg
@@ -24,12 +28,14 @@ type Metrics struct {
 // dashboard's query of rejected events matches before the first one.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		Events:         metrics.NewCounterVec(reg, metrics.Events),
-		EventsRejected: metrics.NewCounterVec(reg, metrics.EventsRejected),
-		ActiveCalls:    metrics.NewGauge(reg, metrics.ActiveCalls),
-		CallsEvicted:   metrics.NewCounterVec(reg, metrics.CallsEvicted),
-		LimitHits:      metrics.NewCounterVec(reg, metrics.LimitHits),
-		GRPCEvents:     metrics.NewCounterVec(reg, metrics.GRPCEvents),
+		Events:           metrics.NewCounterVec(reg, metrics.Events),
+		EventsRejected:   metrics.NewCounterVec(reg, metrics.EventsRejected),
+		ActiveCalls:      metrics.NewGauge(reg, metrics.ActiveCalls),
+		CallsEvicted:     metrics.NewCounterVec(reg, metrics.CallsEvicted),
+		LimitHits:        metrics.NewCounterVec(reg, metrics.LimitHits),
+		GRPCEvents:       metrics.NewCounterVec(reg, metrics.GRPCEvents),
+		SettleRequests:   metrics.NewCounter(reg, metrics.SettleRequests),
+		ConsumerRestarts: metrics.NewCounter(reg, metrics.ConsumerRestarts),
 	}
 	for _, r := range rejectReasons {
 		m.EventsRejected.WithLabelValues(r)

@@ -1,15 +1,16 @@
 package transcript
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -45,13 +46,14 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall i
 }
 
 // StreamIngester applies the transcript stream to a store. Each replica
-// reads every event through its own ordered consumer: an ephemeral,
-// flow-controlled consumer that the client recreates, from the stream
-// sequence after the last one it delivered, whenever it misses a
-// heartbeat, sees a sequence gap or reconnects. No acks and no server-side
-// state per replica to clean up; a durable would keep a position across
-// restarts, but a restarted replica has lost the state that position
-// belongs to, and must rebuild it from the stream anyway.
+// reads every event through its own consumer, ordered as the client's
+// ordered consumer is: an ephemeral in memory, without acks, that the
+// ingester recreates, from the stream sequence after the last one it
+// applied, whenever it misses heartbeats, skips a delivery or is found
+// stalled (consume, restart). No server-side state per replica to clean
+// up; a durable would keep a position across restarts, but a restarted
+// replica has lost the state that position belongs to, and must rebuild
+// it from the stream anyway.
 //
 // Rules that hold:
 //   - Events are applied in stream order, with the stream's timestamp as
@@ -63,7 +65,8 @@ func StreamConfig(name, prefix string, maxAge time.Duration, maxBytes, perCall i
 //   - It is behind, too, while it lags: messages are pending and the last
 //     one applied was stored more than MaxLag ago; and when its consumer
 //     stalls (probeLive: no answer, or nothing applied while events wait,
-//     two seconds running) until it has caught up again.
+//     two probes running; heartbeats missed; a delivery skipped) until it
+//     has caught up again on a consumer recreated.
 //   - A start replays the last Rebuild of the stream, so that the calls in
 //     progress are rebuilt.
 //   - Stream sequences are applied without a hole: a jump (events the
@@ -88,12 +91,19 @@ type StreamIngester struct {
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when catchUpLoop and fullLoop have returned
 
-	// settling are the Settle calls waiting for a stream sequence to be
-	// applied; nSettling counts them, so that handle looks only when some
-	// wait.
+	// settling are the waits for a stream sequence to be applied (Settle);
+	// nSettling counts them, so that handle looks only when some wait.
 	settleMu  sync.Mutex
-	settling  []settleWait
+	settling  settleHeap
 	nSettling atomic.Int32
+	// heldCur is the request for the stream's last sequence in flight,
+	// heldNext the one the Settles that began since share (Settle).
+	heldMu            sync.Mutex
+	heldCur, heldNext *heldReq
+	lookups           chan struct{} // the per-call lookups' slots
+	// floor: the consumer started at the stream's end, this sequence; the
+	// events up to it are older than the rebuild window.
+	floor atomic.Uint64
 
 	replayUntil atomic.Uint64 // messages at or below it are a replay
 	applied     atomic.Uint64 // the last stream sequence applied
@@ -111,14 +121,23 @@ type StreamIngester struct {
 	// refuses events to their publishers, so every Check refuses.
 	full atomic.Pointer[string]
 
+	// start is where the first consumer starts (the rebuild window).
+	start time.Time
+	// handleMu serialises applying messages; gen names the current
+	// consumer, whose messages alone are applied (consume).
+	handleMu sync.Mutex
+	gen      uint64
+	// delivered is the current consumer's last delivery sequence applied
+	// (handleMu).
+	delivered uint64
+	// restartWanted: the consumer was found stalled; the catch-up loop
+	// recreates it. infoFails belongs to the catch-up loop's goroutine.
+	restartWanted atomic.Bool
+	infoFails     int // checkCaughtUp's, in a row
+
 	// beforeHandle, when set (by tests, before Start), runs before each
 	// message is handled: a test stalls the consumer with it.
 	beforeHandle func(streamSeq uint64)
-}
-
-type settleWait struct {
-	seq  uint64
-	done chan struct{}
 }
 
 // StreamOptions configure a StreamIngester.
@@ -155,6 +174,7 @@ func NewStreamIngester(js jetstream.JetStream, stream, prefix string, store *Sto
 	return &StreamIngester{
 		js: js, stream: stream, prefix: prefix, store: store, limits: limits, log: log, m: m,
 		rebuild: o.Rebuild, maxLag: o.MaxLag, onChange: o.OnChange, resync: make(chan struct{}, 1),
+		lookups: make(chan struct{}, settleLookups),
 	}
 }
 
@@ -171,21 +191,10 @@ func (in *StreamIngester) Start(ctx context.Context) error {
 		return fmt.Errorf("transcript: stream %s: %w", in.stream, err)
 	}
 	in.replayUntil.Store(s.CachedInfo().State.LastSeq)
-	start := time.Now().Add(-in.rebuild)
-	cons, err := in.js.OrderedConsumer(ctx, in.stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{in.prefix + ".>"},
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &start,
-	})
+	in.start = time.Now().Add(-in.rebuild)
+	cons, cc, err := in.consume(ctx)
 	if err != nil {
-		return fmt.Errorf("transcript: consumer of %s: %w", in.stream, err)
-	}
-	cc, err := cons.Consume(in.handle, jetstream.PullMaxMessages(512), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		in.log.Warn("transcript stream consumer", zap.Error(err))
-		in.Resync()
-	}))
-	if err != nil {
-		return fmt.Errorf("transcript: consume %s: %w", in.stream, err)
+		return err
 	}
 	in.consumer, in.jsStream, in.cc = cons, s, cc
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -197,6 +206,129 @@ func (in *StreamIngester) Start(ctx context.Context) error {
 	loops.Go(func() { in.fullLoop(lctx) })
 	go func() { loops.Wait(); close(in.done) }()
 	return nil
+}
+
+// consume creates a consumer that delivers from the stream sequence after
+// the last one applied (from the rebuild window's start when none was),
+// and consumes it. It is what the client's ordered consumer is (an
+// ephemeral in memory, no acks, heartbeats), but the ingester recreates it
+// itself, with short timeouts (restart): the client's own reset waits 10 s
+// for each attempt, and while a lost node's consumers are being
+// reassigned one attempt after the other can take that long. Its messages
+// are applied only while it is the ingester's current consumer (handleMu,
+// gen) and only in its own delivery order (a delivery sequence skipped
+// has it recreated), so none can be applied twice or out of order.
+func (in *StreamIngester) consume(ctx context.Context) (jetstream.Consumer, jetstream.ConsumeContext, error) {
+	in.handleMu.Lock()
+	in.gen++
+	gen := in.gen
+	in.delivered = 0
+	cfg := jetstream.ConsumerConfig{
+		FilterSubjects:    []string{in.prefix + ".>"},
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: consumerInactive,
+	}
+	if a := in.applied.Load(); a > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, a+1
+	} else {
+		start := in.start
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
+	}
+	in.handleMu.Unlock()
+	cons, err := in.js.CreateOrUpdateConsumer(ctx, in.stream, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transcript: consumer of %s: %w", in.stream, err)
+	}
+	handle := func(msg jetstream.Msg) {
+		in.handleMu.Lock()
+		defer in.handleMu.Unlock()
+		if gen != in.gen {
+			return
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			return
+		}
+		if meta.Sequence.Consumer != in.delivered+1 {
+			// A delivery lost on the way (a reconnect, a slow consumer):
+			// start again after the last one applied.
+			in.gen++
+			in.wantRestart("the transcript stream's consumer skipped deliveries " + strconv.FormatUint(in.delivered+1, 10) + " to " + strconv.FormatUint(meta.Sequence.Consumer-1, 10))
+			return
+		}
+		in.delivered = meta.Sequence.Consumer
+		in.handle(msg, meta)
+	}
+	cc, err := cons.Consume(handle, jetstream.PullMaxMessages(512), jetstream.PullHeartbeat(consumerHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			in.log.Warn("transcript stream consumer", zap.Error(err))
+			if errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+				errors.Is(err, nats.ErrNoResponders) {
+				in.wantRestart("the transcript stream's consumer: " + err.Error())
+			}
+			in.Resync()
+		}))
+	if err != nil {
+		return nil, nil, fmt.Errorf("transcript: consume %s: %w", in.stream, err)
+	}
+	return cons, cc, nil
+}
+
+// wantRestart has the catch-up loop recreate the consumer, and marks the
+// ingester behind until it has caught up again.
+func (in *StreamIngester) wantRestart(why string) {
+	in.restartWanted.Store(true)
+	in.stalled.Store(&why)
+	in.Resync()
+}
+
+// consumerHeartbeat is how often the server tells an idle consumer it is
+// alive; two missed have it recreated. consumerInactive: the server
+// deletes a consumer no one pulled from for this long (one left behind by
+// a restart, or by a replica that died).
+const (
+	consumerHeartbeat = time.Second
+	consumerInactive  = 5 * time.Minute
+)
+
+// restartTimeout bounds one attempt to recreate a stalled consumer.
+const restartTimeout = time.Second
+
+// restart replaces a consumer found stalled (the liveness probe, missed
+// heartbeats, a delivery skipped; its node lost, say) with a new one from
+// the sequence after the last applied. The catch-up loop calls it, every
+// catch-up step, until it succeeds: as soon as the stream has a leader
+// again and the cluster has placed the new consumer.
+func (in *StreamIngester) restart(ctx context.Context) bool {
+	ictx, cancel := context.WithTimeout(ctx, restartTimeout)
+	defer cancel()
+	cons, cc, err := in.consume(ictx)
+	if err != nil {
+		in.log.Warn("transcript stream consumer not recreated yet", zap.Error(err))
+		return false
+	}
+	in.mu.Lock()
+	old, oldCons := in.cc, in.consumer
+	if old == nil { // stopped meanwhile
+		in.mu.Unlock()
+		cc.Stop()
+		return true
+	}
+	in.consumer, in.cc = cons, cc
+	in.mu.Unlock()
+	old.Stop()
+	go func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = in.js.DeleteConsumer(dctx, in.stream, oldCons.CachedInfo().Name)
+	}()
+	if in.m != nil {
+		in.m.ConsumerRestarts.Inc()
+	}
+	in.log.Info("transcript stream consumer recreated", zap.Uint64("from_stream_seq", in.applied.Load()+1))
+	return true
 }
 
 // Stop stops consuming after the message being applied.
@@ -278,6 +410,11 @@ func (in *StreamIngester) catchUpLoop(ctx context.Context) {
 	t := time.NewTicker(catchUpStep)
 	defer t.Stop()
 	for n := 0; ; n++ {
+		if in.restartWanted.Load() {
+			if in.restartWanted.Store(false); !in.restart(ctx) {
+				in.restartWanted.Store(true)
+			}
+		}
 		if !in.caughtUp.Load() {
 			in.checkCaughtUp(ctx)
 		} else if n%probeEvery == 0 {
@@ -296,10 +433,19 @@ func (in *StreamIngester) catchUpLoop(ctx context.Context) {
 const catchUpStep = 100 * time.Millisecond
 
 // A caught-up ingester probes its consumer every probeEvery catch-up steps
-// (1 s); probeStalled probes in a row that find it stalled mark it behind.
+// (300 ms); probeStalled probes in a row that find it stalled mark it
+// behind, and have it recreated.
 const (
-	probeEvery   = 10
+	probeEvery   = 3
 	probeStalled = 2
+)
+
+// probeTimeout bounds one probe, or one question whether a behind
+// ingester caught up; restartAfter of the latter in a row that get no
+// answer have the consumer recreated.
+const (
+	probeTimeout = 500 * time.Millisecond
+	restartAfter = 3
 )
 
 // probeLive asks the server about the consumer of a caught-up ingester.
@@ -318,7 +464,7 @@ func (in *StreamIngester) probeLive(ctx context.Context) {
 	if cons == nil {
 		return
 	}
-	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	ictx, cancel := context.WithTimeout(ctx, probeTimeout)
 	info, err := cons.Info(ictx)
 	cancel()
 	if ctx.Err() != nil {
@@ -346,9 +492,8 @@ func (in *StreamIngester) probeLive(ctx context.Context) {
 	in.probeApplied = applied
 	if why != "" {
 		in.probeFails, in.probeStill = 0, 0
-		in.stalled.Store(&why)
 		in.log.Warn("transcript stream consumer stalled; every Check is refused until it catches up", zap.String("why", why))
-		in.Resync()
+		in.wantRestart(why)
 	}
 }
 
@@ -473,17 +618,28 @@ func (in *StreamIngester) checkCaughtUp(ctx context.Context) {
 	if cons == nil {
 		return
 	}
-	ictx, cancel := context.WithTimeout(ctx, time.Second)
+	ictx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	info, err := cons.Info(ictx)
 	if err != nil {
-		return // reset under way, or not connected: try again
+		// Reset under way, or not connected: try again. A consumer that
+		// does not answer for a while (its node lost) is recreated.
+		if in.infoFails++; in.infoFails >= restartAfter {
+			in.infoFails = 0
+			in.restartWanted.Store(true)
+		}
+		return
 	}
+	in.infoFails = 0
 	// Nothing pending, and everything delivered applied. A consumer that
 	// has delivered nothing at all (a restart after the stream's events
 	// aged past the rebuild window: it starts at the stream's end, and
 	// Delivered.Stream names that end) has nothing to apply either.
 	if info.NumPending == 0 && (in.applied.Load() >= info.Delivered.Stream || info.Delivered.Consumer == 0) {
+		if info.Delivered.Consumer == 0 && info.Delivered.Stream > in.floor.Load() {
+			in.floor.Store(info.Delivered.Stream)
+			in.wakeSettled(in.covered())
+		}
 		in.markCaughtUp()
 	}
 }
@@ -496,11 +652,7 @@ func (in *StreamIngester) markCaughtUp() {
 	}
 }
 
-func (in *StreamIngester) handle(msg jetstream.Msg) {
-	meta, err := msg.Metadata()
-	if err != nil {
-		return
-	}
+func (in *StreamIngester) handle(msg jetstream.Msg, meta *jetstream.MsgMetadata) {
 	seq := meta.Sequence.Stream
 	if in.beforeHandle != nil {
 		in.beforeHandle(seq)
@@ -545,9 +697,16 @@ func (in *StreamIngester) discarded(first, last uint64) {
 
 // Settle waits, within ctx, until every event of the call that the stream
 // held when it was called has been applied: an ALLOW then rests on every
-// word the pipeline published before it, whichever replica judges. It
-// costs a round trip (the call's last message in the stream) and, when
-// this replica lags, the wait.
+// word the pipeline published before it, whichever replica judges.
+//
+// It asks the stream for its last sequence, but never once per Check: one
+// request is in flight at a time, and every Settle that begins meanwhile
+// shares the next one (sent when it returns, so that it answers for a
+// moment after each of them began). A burst of Checks costs two round
+// trips, not a queue of JetStream API requests. When this replica has
+// not applied that sequence yet (it lags a flood on other calls), a few
+// Settles at a time (settleLookups) also ask for their own call's last
+// event and wait only for that; the others wait for the whole stream.
 func (in *StreamIngester) Settle(ctx context.Context, callID string) error {
 	in.mu.Lock()
 	s := in.jsStream
@@ -555,54 +714,179 @@ func (in *StreamIngester) Settle(ctx context.Context, callID string) error {
 	if s == nil {
 		return errors.New("transcript: the stream ingester is not started")
 	}
-	msg, err := s.GetLastMsgForSubject(ctx, in.prefix+"."+callID)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return nil // nothing of the call in the stream
-	case err != nil:
-		return fmt.Errorf("transcript: the call's last event in the stream: %w", err)
+	r := in.joinHeld(s)
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return fmt.Errorf("transcript: the stream's last sequence: %w", ctx.Err())
 	}
-	if in.applied.Load() >= msg.Sequence {
+	if r.err != nil {
+		return fmt.Errorf("transcript: the stream's last sequence: %w", r.err)
+	}
+	target, applied := r.seq, r.applied
+	select {
+	case <-applied:
 		return nil
-	}
-	w := settleWait{seq: msg.Sequence, done: make(chan struct{})}
-	in.settleMu.Lock()
-	in.settling = append(in.settling, w)
-	in.nSettling.Add(1)
-	in.settleMu.Unlock()
-	if in.applied.Load() >= msg.Sequence {
-		in.wakeSettled(in.applied.Load()) // applied meanwhile
+	default:
 	}
 	select {
-	case <-w.done:
+	case in.lookups <- struct{}{}:
+		defer func() { <-in.lookups }()
+		msg, err := s.GetLastMsgForSubject(ctx, in.prefix+"."+callID)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			return nil // nothing of the call in the stream
+		case err != nil:
+			return fmt.Errorf("transcript: the call's last event in the stream: %w", err)
+		}
+		if msg.Sequence < target {
+			target = msg.Sequence
+			w := in.waitApplied(target)
+			defer in.cancelWait(w)
+			applied = w.done
+		}
+	default:
+	}
+	select {
+	case <-applied:
 		return nil
 	case <-ctx.Done():
-		in.settleMu.Lock()
-		for i, o := range in.settling {
-			if o.done == w.done {
-				in.settling = slices.Delete(in.settling, i, i+1)
-				in.nSettling.Add(-1)
-				break
-			}
-		}
-		in.settleMu.Unlock()
-		return fmt.Errorf("transcript: stream sequence %d of the call not applied yet (applied %d): %w", msg.Sequence, in.applied.Load(), ctx.Err())
+		return fmt.Errorf("transcript: stream sequence %d not applied yet (applied %d): %w", target, in.covered(), ctx.Err())
 	}
 }
 
-// wakeSettled releases the Settle calls waiting for sequences up to seq.
+// settleLookups bounds the Settles that look up their own call's last
+// event while the replica lags.
+const settleLookups = 16
+
+// heldTimeout bounds one request for the stream's last sequence.
+const heldTimeout = 2 * time.Second
+
+// heldReq is one request for the stream's last sequence, shared by every
+// Settle that began before it was sent. done is closed when it returns;
+// then applied is closed once that sequence has been applied.
+type heldReq struct {
+	done    chan struct{}
+	seq     uint64
+	err     error
+	applied chan struct{}
+}
+
+// joinHeld returns the request that will answer for this moment: the one
+// waiting to be sent, or a new one (sent now when none is in flight).
+func (in *StreamIngester) joinHeld(s jetstream.Stream) *heldReq {
+	in.heldMu.Lock()
+	defer in.heldMu.Unlock()
+	if in.heldNext != nil {
+		return in.heldNext
+	}
+	r := &heldReq{done: make(chan struct{})}
+	if in.heldCur != nil {
+		in.heldNext = r
+		return r
+	}
+	in.heldCur = r
+	go in.askHeld(s, r)
+	return r
+}
+
+// askHeld sends r, then each request that was joined meanwhile, one at a
+// time.
+func (in *StreamIngester) askHeld(s jetstream.Stream, r *heldReq) {
+	for r != nil {
+		// The stream's last message, which only its leader answers (a
+		// stream info is answered by every replica while the stream has
+		// no leader, from copies that may lack what the leader
+		// acknowledged last).
+		ctx, cancel := context.WithTimeout(context.Background(), heldTimeout)
+		msg, err := s.GetLastMsgForSubject(ctx, in.prefix+".>")
+		cancel()
+		if in.m != nil {
+			in.m.SettleRequests.Inc()
+		}
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound): // an empty stream
+			r.applied = in.waitApplied(0).done
+		case err != nil:
+			r.err = err
+		default:
+			r.seq = msg.Sequence
+			r.applied = in.waitApplied(r.seq).done
+		}
+		close(r.done)
+		in.heldMu.Lock()
+		in.heldCur, in.heldNext = in.heldNext, nil
+		r = in.heldCur
+		in.heldMu.Unlock()
+	}
+}
+
+// covered is the last stream sequence this replica holds everything up
+// to: the last one applied, or the stream's end when its consumer started
+// there (every event before it older than the rebuild window).
+func (in *StreamIngester) covered() uint64 { return max(in.applied.Load(), in.floor.Load()) }
+
+// waitApplied registers a wait for stream sequence seq; its done is
+// closed once covered reaches seq (at once if it has).
+func (in *StreamIngester) waitApplied(seq uint64) *settleWait {
+	w := &settleWait{seq: seq, done: make(chan struct{})}
+	in.settleMu.Lock()
+	heap.Push(&in.settling, w)
+	in.nSettling.Add(1)
+	in.settleMu.Unlock()
+	in.wakeSettled(in.covered()) // covered meanwhile
+	return w
+}
+
+// cancelWait drops a wait that nobody waits for any more.
+func (in *StreamIngester) cancelWait(w *settleWait) {
+	in.settleMu.Lock()
+	defer in.settleMu.Unlock()
+	if w.index >= 0 {
+		heap.Remove(&in.settling, w.index)
+		in.nSettling.Add(-1)
+	}
+}
+
+// wakeSettled releases the waits for sequences up to seq.
 func (in *StreamIngester) wakeSettled(seq uint64) {
 	in.settleMu.Lock()
 	defer in.settleMu.Unlock()
-	kept := in.settling[:0]
-	for _, w := range in.settling {
-		if w.seq <= seq {
-			close(w.done)
-			in.nSettling.Add(-1)
-		} else {
-			kept = append(kept, w)
-		}
+	for len(in.settling) > 0 && in.settling[0].seq <= seq {
+		w := heap.Pop(&in.settling).(*settleWait)
+		close(w.done)
+		in.nSettling.Add(-1)
 	}
-	clear(in.settling[len(kept):])
-	in.settling = kept
+}
+
+// settleWait is a wait for a stream sequence; index is its place in the
+// heap (-1: released or dropped).
+type settleWait struct {
+	seq   uint64
+	done  chan struct{}
+	index int
+}
+
+// settleHeap is a min-heap of waits by sequence: applying a message looks
+// only at its top.
+type settleHeap []*settleWait
+
+func (h settleHeap) Len() int           { return len(h) }
+func (h settleHeap) Less(i, j int) bool { return h[i].seq < h[j].seq }
+func (h settleHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *settleHeap) Push(x any) {
+	w := x.(*settleWait)
+	w.index = len(*h)
+	*h = append(*h, w)
+}
+func (h *settleHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	w.index = -1
+	*h = old[:len(old)-1]
+	return w
 }

@@ -123,6 +123,12 @@ func TestStreamCatchUpAfterTheRebuildWindow(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = in.Stop() })
 	waitUntil(t, "caught up with nothing to replay", in.CaughtUp)
+	// Nothing before the window is waited for either.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := in.Settle(ctx, "old"); err != nil {
+		t.Fatalf("Settle with nothing to replay: %v", err)
+	}
 	publishEvent(t, js, sourced("new", Caller, "stt", 1, 1, "yes"), "")
 	waitUntil(t, "a new event applied", func() bool { return in.Applied() == 6 })
 }

@@ -42,6 +42,7 @@ func parseServeFlags(args []string, lookupEnv func(string) (string, bool), outpu
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "operational log `level`: debug, info, warn, error")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "bound on a graceful stop")
 	fs.DurationVar(&cfg.ReconnectGrace, "reconnect-grace", cfg.ReconnectGrace, "after NATS comes back, refuse every Check this long while the publishers reconnect and flush what they buffered (above their reconnect wait; negative: none)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "connections each listener (gRPC, HTTP, the embedded NATS server) holds at once, at most a quarter of the file descriptor limit")
 	fs.StringVar(&cfg.State, "state", cfg.State, "where the shared state lives: jetstream (replicas on one NATS share it; restarts keep it) or memory (one replica only)")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "`dir`ectory of the embedded NATS server's JetStream store")
 	fs.IntVar(&cfg.JSReplicas, "js-replicas", cfg.JSReplicas, "copies the streams and the bucket keep on a JetStream cluster: 1, 3 or 5")
