@@ -51,5 +51,5 @@ var rejectReasons = []string{
 	ReasonBadSubject, ReasonBadJSON, ReasonMissingCallID, ReasonCallIDMismatch, ReasonUnknownType, ReasonUnknownSpeaker,
 	ReasonTextTooLong, ReasonBadText, ReasonEmptyText, ReasonBadTimes, ReasonDuplicateSeq, ReasonBadSource, ReasonSeqJump,
 	ReasonStreamDiscarded, ReasonStaleSeq, ReasonSeqConflict, ReasonLangTooLong, ReasonResponseIDTooLong, ReasonSourceTooLong,
-	ReasonTooManyCalls, ReasonStoreFull, ReasonRateLimited,
+	ReasonTooManyCalls, ReasonPublisherCalls, ReasonStoreFull, ReasonRateLimited,
 }
