@@ -90,6 +90,8 @@ type mirrored struct {
 	evidence string
 	evArgs   string
 	evFailed bool
+	// asks are the guard's questions issued for one action (key kind a).
+	asks []Ask
 }
 
 // evidenceBlocks reports whether an evidence use in the mirror forbids
@@ -221,6 +223,11 @@ func (b *KV) apply(e jetstream.KeyValueEntry) {
 			if json.Unmarshal(e.Value(), &v) == nil {
 				m.evidence, m.evArgs, m.evFailed = v.DecisionID, v.ArgsHash, v.Failed
 			}
+		case 'a':
+			if json.Unmarshal(e.Value(), &m.asks) != nil {
+				m.asks = nil
+				b.unreadable.Inc()
+			}
 		case 'i':
 			if json.Unmarshal(e.Value(), &m.uses) != nil {
 				m.uses, m.badItem = nil, e.Created().UnixNano()
@@ -290,7 +297,7 @@ func (b *KV) Sweep(now time.Time) int {
 }
 
 // Keys of the bucket: r. reservations, e. evidence uses, i. item records,
-// each a hash of what names it (KV keys take few characters).
+// a. the guard's questions issued for an action, each a hash of what names it (KV keys take few characters).
 func keyOf(kind byte, parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
