@@ -131,3 +131,8 @@ Every answer has an outcome, a reason and a message: follow the message. By reas
 - DUPLICATE: the action was already done (or still runs). Do not do it again; tell the caller its result.
 - Anything else (the transcript missing, an internal fault): do not do the action now; tell the caller you cannot do it at the moment.
 `
+
+// Prompt is the package's Prompt for the policy in force.
+func (g *Guard) Prompt(tool, lang string) (string, error) {
+	return Prompt(g.rules.Load().policy, g.cfg.AskLocales, tool, lang)
+}

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -237,4 +239,27 @@ func TestAskUnsafeSideRefuses(t *testing.T) {
 			t.Errorf("duplicate: %s ask=%v", r.GetOutcome(), r.GetAsk())
 		}
 	})
+}
+
+// GET /prompt serves what `yesguard prompt` prints, for the policy in
+// force.
+func TestPromptOverHTTP(t *testing.T) {
+	e := startE2E(t, examplePolicy(t), func(c *Config) { c.HTTPAddr = "127.0.0.1:0" })
+	resp, err := http.Get("http://" + e.srv.HTTPAddr() + "/prompt?tool=pay_bill&lang=de")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "(de) Soll ich Ihre Rechnung über {amount} jetzt bezahlen?") {
+		t.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	resp2, err := http.Get("http://" + e.srv.HTTPAddr() + "/prompt?lang=xx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != http.StatusBadRequest {
+		t.Errorf("an unknown language: status %d", resp2.StatusCode)
+	}
 }
