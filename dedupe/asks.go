@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -39,6 +40,9 @@ var (
 	_ Asks = (*Memory)(nil)
 	_ Asks = (*KV)(nil)
 )
+
+// maxIssueAttempts bounds the compare-and-set rounds of one IssueAsk.
+const maxIssueAttempts = 32
 
 // maxAsks bounds the questions remembered for one action: the newest are
 // kept.
@@ -92,7 +96,16 @@ func askKeyOf(k Key) string { return keyOf('a', k.CallID, k.Tool, k.ArgsHash) }
 // as long as its newest question.
 func (b *KV) IssueAsk(ctx context.Context, key Key, a Ask) error {
 	k := askKeyOf(key)
-	for attempt := 0; attempt < 4; attempt++ {
+	for attempt := 0; attempt < maxIssueAttempts; attempt++ {
+		if attempt > 0 {
+			// Another replica's issue won the revision: read it again,
+			// after a jittered pause so that the racers drift apart.
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("remember the question: %w", ctx.Err())
+			case <-time.After(time.Duration(rand.N(attempt*2+1)) * time.Millisecond):
+			}
+		}
 		var prev []Ask
 		var rev uint64
 		e, err := b.kv.Get(ctx, k)
@@ -125,30 +138,20 @@ func (b *KV) IssueAsk(ctx context.Context, key Key, a Ask) error {
 	return errors.New("remember the question: the list kept changing")
 }
 
-// AsksFor reads the mirror, and the bucket when the mirror holds nothing
-// for key yet (another replica issued the question moments ago).
+// AsksFor reads the bucket, not the mirror: a question issued on another
+// replica moments ago must be found, and the mirror may lag it.
 func (b *KV) AsksFor(ctx context.Context, key Key, now time.Time) ([]Ask, error) {
-	k := askKeyOf(key)
-	b.mu.Lock()
-	m := b.keys[k]
-	var asks []Ask
-	if m != nil && !m.deleted {
-		asks = slices.Clone(m.asks)
+	e, err := b.kv.Get(ctx, askKeyOf(key))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read the questions issued: %w", err)
 	}
-	b.mu.Unlock()
-	if len(liveAsks(asks, now)) == 0 {
-		e, err := b.kv.Get(ctx, k)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-			return nil, nil
-		case err != nil:
-			return nil, fmt.Errorf("read the questions issued: %w", err)
-		}
-		asks = nil
-		if json.Unmarshal(e.Value(), &asks) != nil {
-			b.unreadable.Inc()
-			return nil, nil
-		}
+	var asks []Ask
+	if json.Unmarshal(e.Value(), &asks) != nil {
+		b.unreadable.Inc()
+		return nil, nil
 	}
 	return liveAsks(asks, now), nil
 }

@@ -90,8 +90,6 @@ type mirrored struct {
 	evidence string
 	evArgs   string
 	evFailed bool
-	// asks are the guard's questions issued for one action (key kind a).
-	asks []Ask
 }
 
 // evidenceBlocks reports whether an evidence use in the mirror forbids
@@ -222,11 +220,6 @@ func (b *KV) apply(e jetstream.KeyValueEntry) {
 			var v kvEvidence
 			if json.Unmarshal(e.Value(), &v) == nil {
 				m.evidence, m.evArgs, m.evFailed = v.DecisionID, v.ArgsHash, v.Failed
-			}
-		case 'a':
-			if json.Unmarshal(e.Value(), &m.asks) != nil {
-				m.asks = nil
-				b.unreadable.Inc()
 			}
 		case 'i':
 			if json.Unmarshal(e.Value(), &m.uses) != nil {
