@@ -134,9 +134,12 @@ func (c *check) offerAsk(ctx context.Context) {
 		return
 	}
 	v.Ask = &yesguardv1.Ask{Text: a.Text, Lang: a.Lang, Id: a.ID, ExpiresAt: timestamppb.New(a.Expires)}
-	v.Message = strings.TrimSpace(v.Message + " The guard's own question is " + strconv.Quote(a.Text) +
-		": if the pipeline speaks it for you, do not ask again; else say exactly that to the caller. Then wait for the caller's answer and call " +
-		c.tool.name + " again with the same arguments.")
+	// The message tells the model the guard's own question instead of an
+	// example of its own making: one question, the same the guard knows.
+	v.Message = "The caller's words are not yet consent to this action (" + strings.ToLower(strings.TrimPrefix(v.Reason.String(), "REASON_")) +
+		"). The guard's own question is " + strconv.Quote(a.Text) +
+		": if the pipeline speaks it for you, do not ask again; else say exactly that to the caller. Then wait for the caller's answer, and call " +
+		c.tool.name + " again with the same arguments only if they say yes."
 }
 
 // recognise lets a guard's question stand as the question the caller's
