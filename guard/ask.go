@@ -16,6 +16,7 @@ import (
 
 	"github.com/yesguard/yesguard/ask"
 	"github.com/yesguard/yesguard/dedupe"
+	"github.com/yesguard/yesguard/metrics"
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
@@ -124,6 +125,7 @@ func (c *check) offerAsk(ctx context.Context) {
 	text, err := c.g.cfg.AskLocales.Render(askTool(c.tool), lang, args)
 	if err != nil {
 		c.g.cfg.Logger.Debug("no guard question for this refusal", zap.String("tool", c.tool.name), zap.String("lang", lang), zap.Error(err))
+		c.g.asks.WithLabelValues(metrics.AskUnwritten).Inc()
 		return
 	}
 	now := c.g.now()
@@ -131,8 +133,10 @@ func (c *check) offerAsk(ctx context.Context) {
 		Expires: now.Add(c.rs.policy.Defaults.AskTTL.D())}
 	if err := c.g.cfg.Asks.IssueAsk(ctx, c.askKey(), a); err != nil {
 		c.g.cfg.Logger.Warn("the guard's question could not be remembered; refusing without one", zap.Error(err), zap.String("decision_id", v.DecisionID))
+		c.g.asks.WithLabelValues(metrics.AskUnremembered).Inc()
 		return
 	}
+	c.g.asks.WithLabelValues(metrics.AskIssued).Inc()
 	v.Ask = &yesguardv1.Ask{Text: a.Text, Lang: a.Lang, Id: a.ID, ExpiresAt: timestamppb.New(a.Expires)}
 	// The message tells the model the guard's own question instead of an
 	// example of its own making: one question, the same the guard knows.
@@ -157,6 +161,7 @@ func (c *check) recognise(ctx context.Context, v view, j judgement) judgement {
 	asks, err := c.g.cfg.Asks.AsksFor(ctx, c.askKey(), now)
 	if err != nil {
 		c.g.cfg.Logger.Warn("the guard's questions could not be read; judging without them", zap.Error(err), zap.String("decision_id", c.v.DecisionID))
+		c.g.asks.WithLabelValues(metrics.AskUnread).Inc()
 		return j
 	}
 	a, ok := matchAsk(asks, q, now)
@@ -165,6 +170,7 @@ func (c *check) recognise(ctx context.Context, v view, j judgement) judgement {
 	}
 	ev := j.evidence
 	ev.GuardQuestion = a.ID
+	c.g.asks.WithLabelValues(metrics.AskRecognised).Inc()
 	if j.outcome == yesguardv1.Outcome_OUTCOME_ALLOW {
 		return j
 	}

@@ -268,10 +268,15 @@ type Guard struct {
 
 	transcriptWait prometheus.Histogram
 	inFlight       prometheus.Gauge
+	asks           *prometheus.CounterVec
 }
 
 // metricsOf builds the engine's collectors on reg.
 func (g *Guard) metricsOf(reg prometheus.Registerer) {
 	g.transcriptWait = metrics.NewHistogram(reg, metrics.TranscriptWait)
 	g.inFlight = metrics.NewGauge(reg, metrics.ChecksInFlight)
+	g.asks = metrics.NewCounterVec(reg, metrics.Asks)
+	for _, e := range metrics.AskEvents {
+		g.asks.WithLabelValues(e)
+	}
 }

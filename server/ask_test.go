@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/yesguard/yesguard/probe"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"
 	"github.com/yesguard/yesguard/transcript"
@@ -124,6 +127,34 @@ func TestAskSpokenThenYesAllows(t *testing.T) {
 			t.Logf("%s %-18s %s", l.lang, tc.tool, a.GetText())
 		}
 	}
+	issued := testutil.ToFloat64(askCounter(t, e, "issued"))
+	recognised := testutil.ToFloat64(askCounter(t, e, "recognised"))
+	if issued != float64(n) || recognised < float64(n) {
+		t.Errorf("yesguard_guard_asks_total: issued %v, recognised %v; want %d and at least %d", issued, recognised, n, n)
+	}
+}
+
+// askCounter reads one series of yesguard_guard_asks_total from e's registry.
+func askCounter(t *testing.T, e *e2e, event string) prometheus.Counter {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+	for _, mf := range mfs {
+		if mf.GetName() != "yesguard_guard_asks_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "event" && lp.GetValue() == event {
+					c.Add(m.GetCounter().GetValue())
+				}
+			}
+		}
+	}
+	return c
 }
 
 // The question texts: stated arguments as people say them.
