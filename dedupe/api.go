@@ -277,6 +277,7 @@ type Memory struct {
 	seed  maphash.Seed
 	calls [shardCount]callShard
 	index [shardCount]indexShard
+	asks  memAsks
 
 	reservations prometheus.Gauge
 }

@@ -290,7 +290,7 @@ func (b *KV) Sweep(now time.Time) int {
 }
 
 // Keys of the bucket: r. reservations, e. evidence uses, i. item records,
-// each a hash of what names it (KV keys take few characters).
+// a. the guard's questions issued for an action, each a hash of what names it (KV keys take few characters).
 func keyOf(kind byte, parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {

@@ -47,6 +47,9 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.DuplicateWait <= 0 {
 		cfg.DuplicateWait = defaultDuplicateWait
 	}
+	if err := askSetup(&cfg); err != nil {
+		return nil, err
+	}
 	g := &Guard{cfg: cfg}
 	g.metricsOf(cfg.Registerer)
 	g.rules.Store(rs)
@@ -58,6 +61,9 @@ func New(cfg Config) (*Guard, error) {
 func (g *Guard) Reload(p *Policy, l *patterns.Set) error {
 	rs, err := newRuleset(p, l)
 	if err != nil {
+		return err
+	}
+	if err := checkAskLangs(p, g.cfg.AskLocales); err != nil {
 		return err
 	}
 	g.rules.Store(rs)
@@ -132,7 +138,9 @@ func (c *check) run(ctx context.Context) (v *Verdict) {
 		}
 	}()
 	c.decide(ctx)
-	return c.finish()
+	v = c.finish()
+	c.offerAsk(ctx)
+	return v
 }
 
 // finish fills in what every verdict carries.
@@ -254,7 +262,7 @@ func (c *check) decide(ctx context.Context) {
 					c.gap(view.snap.Gap)
 					return
 				}
-				verdict = c.judge(view)
+				verdict = c.recognise(ctx, view, c.judge(view))
 				// An unknown call settles too: with the JetStream state its
 				// events may be queued behind a flood on other calls.
 				unknown := verdict.reason == yesguardv1.Reason_REASON_UNKNOWN_CALL

@@ -32,6 +32,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/yesguard/yesguard/ask"
 	"github.com/yesguard/yesguard/dedupe"
 	"github.com/yesguard/yesguard/metrics"
 	"github.com/yesguard/yesguard/patterns"
@@ -88,6 +89,11 @@ type Config struct {
 	// (default 500ms; never more than a quarter of the time left to the
 	// caller's deadline).
 	DuplicateWait time.Duration
+	// Asks remembers the guard's own questions (ask.go); nil takes Book's
+	// when it has them, else the guard issues none.
+	Asks dedupe.Asks
+	// AskLocales say the guard's questions; nil loads the embedded ones.
+	AskLocales *ask.Set
 }
 
 // Request is one tool call to judge.
@@ -163,6 +169,9 @@ type Verdict struct {
 	OriginalResult *structpb.Struct
 	// OriginalRunning: for DUPLICATE, the original has not completed yet.
 	OriginalRunning bool
+	// Ask is the guard's own question, on a REFUSE a fresh question can
+	// mend (ask.go).
+	Ask *yesguardv1.Ask
 	// Turn is the caller turn an ALLOW rests on (nil when none, as for
 	// NOT_REQUIRED or a refusal).
 	Turn *yesguardv1.Turn
@@ -259,10 +268,15 @@ type Guard struct {
 
 	transcriptWait prometheus.Histogram
 	inFlight       prometheus.Gauge
+	asks           *prometheus.CounterVec
 }
 
 // metricsOf builds the engine's collectors on reg.
 func (g *Guard) metricsOf(reg prometheus.Registerer) {
 	g.transcriptWait = metrics.NewHistogram(reg, metrics.TranscriptWait)
 	g.inFlight = metrics.NewGauge(reg, metrics.ChecksInFlight)
+	g.asks = metrics.NewCounterVec(reg, metrics.Asks)
+	for _, e := range metrics.AskEvents {
+		g.asks.WithLabelValues(e)
+	}
 }

@@ -58,6 +58,9 @@ type Defaults struct {
 	// the system of record to redeem, for tools that set none of their
 	// own. At most approval.DefaultMaxTTL.
 	ApprovalTTL Duration `yaml:"approval_ttl"`
+	// AskTTL is how long the guard's own question, once issued, is
+	// recognised as the question a yes answers.
+	AskTTL Duration `yaml:"ask_ttl"`
 }
 
 // Tool is one tool's entry.
@@ -78,6 +81,22 @@ type Tool struct {
 	ApprovalTTL *Duration `yaml:"approval_ttl"`
 	// Record marks a tool that records items (an order line).
 	Record *Record `yaml:"record"`
+	// Ask holds the guard's own question per language, with arguments as
+	// {name} placeholders ("Shall I pay your bill of {amount} now?").
+	// Without one, the question is built from the locale's frame and the
+	// tool's first verb and object in that language.
+	Ask map[string]string `yaml:"ask"`
+	// Args says how arguments are said in the guard's question.
+	Args map[string]*ArgFormat `yaml:"args"`
+}
+
+// ArgFormat is how one argument is said: format is currency, date, time,
+// number or string (ask.Formats); a currency amount names its currency,
+// or the argument holding it.
+type ArgFormat struct {
+	Format      string `yaml:"format"`
+	Currency    string `yaml:"currency"`
+	CurrencyArg string `yaml:"currency_arg"`
 }
 
 // Record names the arguments of a record tool.
@@ -123,6 +142,9 @@ const (
 	DefaultMaxAnswerAge    = 30 * time.Second
 	DefaultLang            = "en"
 	DefaultApprovalTTL     = approval.DefaultTTL
+	DefaultAskTTL          = 2 * time.Minute
+	// MaxAskTTL bounds ask_ttl: a question is answered in seconds.
+	MaxAskTTL = 15 * time.Minute
 	// MaxApprovalTTL bounds every approval_ttl: the guard's keys sign no
 	// longer-lived token, and a retired key is kept this long.
 	MaxApprovalTTL = approval.DefaultMaxTTL
@@ -152,6 +174,9 @@ func (p *Policy) SetDefaults() {
 	if d.ApprovalTTL == 0 {
 		d.ApprovalTTL = Duration(DefaultApprovalTTL)
 	}
+	if d.AskTTL == 0 {
+		d.AskTTL = Duration(DefaultAskTTL)
+	}
 	if p.Tools == nil {
 		p.Tools = map[string]*Tool{}
 	}
@@ -180,6 +205,7 @@ func (p *Policy) Validate() error {
 		{"defaults.quantity_window", d.QuantityWindow, 24 * time.Hour},
 		{"defaults.max_answer_age", d.MaxAnswerAge, 24 * time.Hour},
 		{"defaults.approval_ttl", d.ApprovalTTL, MaxApprovalTTL},
+		{"defaults.ask_ttl", d.AskTTL, MaxAskTTL},
 	} {
 		if f.v <= 0 || f.v.D() > f.max {
 			bad(f.name, "must be above 0 and at most %s, got %s", f.max, f.v.D())
@@ -224,6 +250,7 @@ func (p *Policy) Validate() error {
 				bad(fmt.Sprintf("%s.bind[%d]", field, i), "empty argument name")
 			}
 		}
+		errs = append(errs, validateAsk(field, t)...)
 		if r := t.Record; r != nil {
 			if len(r.Item) == 0 {
 				bad(field+".record.item", "a record tool names at least one item argument")

@@ -151,3 +151,40 @@ func TestSharedVerbs(t *testing.T) {
 		t.Fatalf("the example policy's warnings: %q", got)
 	}
 }
+
+func TestPolicyAskValidation(t *testing.T) {
+	_, err := ParsePolicy(strings.NewReader(`
+defaults: {ask_ttl: 1h}
+tools:
+  pay:
+    bind: [amount]
+    args:
+      amount: {format: currency}
+      when: {format: weekday}
+      who: {format: string, currency: EUR}
+    ask:
+      en: "Shall I pay {amount} to {payee}?"
+      es: "¿Pago ahora?"
+      "EN_us": "Pay {amount}?"
+`))
+	if err == nil {
+		t.Fatal("a bad ask policy parsed")
+	}
+	for _, want := range []string{
+		"defaults.ask_ttl", "tools.pay.args.amount.currency", "tools.pay.args.when.format", "tools.pay.args.who.currency",
+		"tools.pay.ask.en: {payee}", "tools.pay.ask.es: the question must state the bound argument {amount}", "tools.pay.ask.EN_us: not a language tag",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	ex, err := LoadPolicy("../policy.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"submit_appeal", "book_appointment", "cancel_appointment", "pay_bill", "file_dispute"} {
+		if len(ex.Tools[name].Ask) != 7 {
+			t.Errorf("policy.example.yaml: %s has %d ask templates, want one per language (7)", name, len(ex.Tools[name].Ask))
+		}
+	}
+}

@@ -9,3 +9,9 @@ import "embed"
 //
 //go:embed *.yaml
 var FS embed.FS
+
+// AskFS holds ask/<lang>.yaml: how the guard says its own question in each
+// language (package ask reads them; docs/locales.md documents the format).
+//
+//go:embed ask/*.yaml
+var AskFS embed.FS

@@ -30,6 +30,18 @@ const Namespace = "yesguard"
 // label set.
 const OtherTool = "other"
 
+// Values of the event label of yesguard_guard_asks_total.
+const (
+	AskIssued       = "issued"
+	AskRecognised   = "recognised"
+	AskUnwritten    = "unwritten"
+	AskUnremembered = "unremembered"
+	AskUnread       = "unread"
+)
+
+// AskEvents are every value of the event label of yesguard_guard_asks_total.
+var AskEvents = []string{AskIssued, AskRecognised, AskUnwritten, AskUnremembered, AskUnread}
+
 // Values of the kind label of yesguard_dedupe_hits_total.
 const (
 	HitDuplicate = "duplicate"
@@ -74,6 +86,8 @@ var (
 		"Time a Check spent waiting for the caller's current turn.")
 	ChecksInFlight = series(Gauge, "guard", "checks_in_flight",
 		"Check calls being judged or waiting right now.")
+	Asks = series(Counter, "guard", "asks_total",
+		"The guard's own questions, by event: issued on a refusal, recognised as the question a yes answered, unwritten (no template or verb for the language, or an argument missing or of the wrong kind), unremembered or unread (the shared state did not answer: no ask, or the judge's refusal stands).", "event")
 
 	// service (the gRPC Guard service).
 	Decisions = series(Counter, "guard", "decisions_total",
@@ -159,7 +173,7 @@ var (
 
 // catalogue lists every series, in the order of the operations guide.
 var catalogue = []Series{
-	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Completions, Redeems,
+	Decisions, CheckDuration, TranscriptWait, CheckErrors, ChecksInFlight, Asks, Completions, Redeems,
 	DecisionLogDropped, DecisionLogWritten,
 	Events, EventsRejected, LimitHits, GRPCEvents, ActiveCalls, CallsEvicted, StoreBytes, TranscriptCaughtUp, TranscriptPending,
 	SettleRequests, ConsumerRestarts,

@@ -115,8 +115,8 @@ type Config struct {
 	// on; port 0 (or -1) picks a free one. Unused when NATSURL is set.
 	// Default 127.0.0.1:4222.
 	NATSListen string
-	// HTTPAddr is the host:port serving /metrics, /healthz, /readyz and
-	// the call pages (/calls, package timeline).
+	// HTTPAddr is the host:port serving /metrics, /healthz, /readyz,
+	// /prompt and the call pages (/calls, package timeline).
 	// Empty disables the HTTP server, so SetDefaults leaves it empty;
 	// DefaultConfig and the command default it to 127.0.0.1:9090.
 	HTTPAddr string

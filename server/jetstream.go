@@ -123,6 +123,22 @@ func (b stateBook) Complete(ctx context.Context, id, owner string, result *struc
 	return dedupe.Key{}, errStateNotReady
 }
 
+var _ dedupe.Asks = stateBook{}
+
+func (b stateBook) IssueAsk(ctx context.Context, key dedupe.Key, a dedupe.Ask) error {
+	if kv := b.js.book.Load(); kv != nil {
+		return kv.IssueAsk(ctx, key, a)
+	}
+	return errStateNotReady
+}
+
+func (b stateBook) AsksFor(ctx context.Context, key dedupe.Key, now time.Time) ([]dedupe.Ask, error) {
+	if kv := b.js.book.Load(); kv != nil {
+		return kv.AsksFor(ctx, key, now)
+	}
+	return nil, errStateNotReady
+}
+
 // stateWriter is the service.TranscriptWriter of the JetStream state,
 // failing until the transcript stream is set up.
 type stateWriter struct{ js *jsState }

@@ -653,6 +653,17 @@ func (s *Server) httpHandler() http.Handler {
 			_, _ = w.Write([]byte("ok\n"))
 		}
 	})
+	// What to put in the model's instructions for the policy in force
+	// (`yesguard prompt`, for clients): ?tool= and ?lang= narrow it.
+	mux.HandleFunc("GET /prompt", func(w http.ResponseWriter, r *http.Request) {
+		out, err := s.guard.Prompt(r.URL.Query().Get("tool"), r.URL.Query().Get("lang"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(out))
+	})
 	// The approvals' public keys, for backends to verify offline.
 	mux.Handle(approval.JWKSPath, approval.JWKSHandler(s.approvals.keys, 0))
 	pages := s.protectPages(s.timeline)

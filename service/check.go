@@ -117,6 +117,7 @@ func answer(v *guard.Verdict, d *yesguardv1.Decision, full bool) *yesguardv1.Che
 		QuestionSentence:   ev.GetQuestionSentence(),
 		AnswerText:         ev.GetAnswer().GetText(),
 		Detail:             ev.GetDetail(),
+		Ask:                v.Ask,
 	}
 	if full {
 		resp.Evidence = ev

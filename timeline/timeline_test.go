@@ -221,6 +221,27 @@ func TestPageShowsTheDecision(t *testing.T) {
 	}
 }
 
+// A yes to the guard's own question shows it as the guard's, by its id.
+func TestPageShowsTheGuardQuestion(t *testing.T) {
+	g := newGuard(t)
+	g.say("c1", transcript.Agent, "One moment.")
+	g.say("c1", transcript.Caller, "yes")
+	refused := g.check("c1", "submit_appeal", nil)
+	if refused.GetAsk() == nil {
+		t.Fatalf("no ask: %s %s", refused.GetReason(), refused.GetDetail())
+	}
+	g.say("c1", transcript.Agent, refused.GetAsk().GetText())
+	g.say("c1", transcript.Caller, "yes")
+	if r := g.check("c1", "submit_appeal", nil); r.GetOutcome() != yesguardv1.Outcome_OUTCOME_ALLOW {
+		t.Fatalf("%s %s", r.GetReason(), r.GetDetail())
+	}
+	_, body := get(t, g.pages(nil), "/calls/c1")
+	if want := `<span class="guard-question">the guard's question (` + refused.GetAsk().GetId() + `)</span>`; !strings.Contains(body, want) {
+		i := strings.LastIndex(body, "Question")
+		t.Errorf("the page does not hold %s: %s", want, body[max(0, i-50):min(len(body), i+200)])
+	}
+}
+
 // A Redeem's record shows as the backend's REDEEM, its message addressed
 // to the backend; the list shows each call's ALLOW or REFUSE, not the
 // duplicate, Complete or Redeem that followed it.

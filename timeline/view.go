@@ -71,9 +71,12 @@ type checkView struct {
 	Question  []segment
 	// QuestionFound is false when the question sentence could not be
 	// found in its turn's text; it is then shown apart.
-	QuestionFound      bool
-	QuestionSentence   string
-	QuestionAt         string
+	QuestionFound    bool
+	QuestionSentence string
+	QuestionAt       string
+	// GuardQuestion is the id of the guard's own question, when the
+	// question was one it issued.
+	GuardQuestion      string
 	Answer             string
 	AnswerAt           string
 	Matches            []matchView
@@ -414,6 +417,7 @@ func checkOf(n int, d *yesguardv1.Decision, t0 time.Time) *checkView {
 		Replica:            d.GetReplica(),
 		Lang:               ev.GetLang(),
 		QuestionSentence:   ev.GetQuestionSentence(),
+		GuardQuestion:      ev.GetGuardQuestion(),
 		Answer:             ev.GetAnswer().GetText(),
 		waited:             time.Duration(d.GetWaitedMs()) * time.Millisecond,
 	}

@@ -75,6 +75,11 @@ func runCheck(ctx context.Context, args []string, e *env) int {
 		return exitOK
 	}
 	newPrinter(e.stdout, e).decision(decisionOf(req, resp, argsJSON), "")
+	if a := resp.GetAsk(); a != nil {
+		// The guard's own question: what the pipeline speaks as the agent.
+		fmt.Fprintf(e.stdout, "  %-9s %s (%s, %s; say it as the agent, e.g. yesguard say %s agent %q --response-id %s)\n",
+			"ask", a.GetText(), a.GetLang(), a.GetId(), req.GetCallId(), a.GetText(), a.GetId())
+	}
 	if a := resp.GetApproval(); a != "" {
 		fmt.Fprintf(e.stdout, "  %-9s %s\n", "approval", a)
 		fmt.Fprintf(e.stdout, "  %-9s %s\n", "", "expires "+resp.GetApprovalExpiresAt().AsTime().Local().Format(time.RFC3339)+"; redeem it: yesguard redeem <approval> '<json args>'")

@@ -120,6 +120,9 @@ func (p printer) decision(d *yesguardv1.Decision, indent string) {
 	if s := ev.GetDetail(); s != "" {
 		line("why", s)
 	}
+	if s := ev.GetGuardQuestion(); s != "" {
+		line("question", "the guard's own ("+s+")")
+	}
 	if s := d.GetOriginalDecisionId(); s != "" {
 		line("original", s)
 	}

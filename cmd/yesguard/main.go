@@ -53,6 +53,7 @@ var commands = map[string]command{
 	"probe":       {"run the buyer's probes against a running guard; exit 1 if one fails", runProbe},
 	"token":       {"make a gRPC bearer token and its entry for --grpc-tokens (token hash: an existing token's)", runToken},
 	"replay":      {"re-judge recorded calls under the current policy beside the recorded decisions: replay FILE | --call ID", runReplay},
+	"prompt":      {"print what to put in the model's instructions for each tool: prompt [--tool T] [--lang L]", runPrompt},
 	"test":        {"run dialogue tests (YAML) against a policy in process; exit 1 if one fails: test [FILES]", runTest},
 }
 

@@ -8,7 +8,7 @@ import asyncio
 import grpc
 import pytest
 
-from yesguard import UNAVAILABLE_MESSAGE, Guard, TranscriptPublisher, YesguardInputError, guard_tool
+from yesguard import UNAVAILABLE_MESSAGE, Ask, Guard, TranscriptPublisher, YesguardInputError, guard_tool
 from yesguard.approval import Mismatch, Verifier
 from yesguard.testing import RunningGuard
 
@@ -183,3 +183,43 @@ async def test_a_rejected_event_is_refused_and_counted(guard: RunningGuard) -> N
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "text_too_long" in (err.value.details() or "")
         assert guard.metric("yesguard_transcript_events_rejected_total", {"reason": "text_too_long"}) == before + 1
+
+
+async def test_guard_tool_speaks_the_guards_question(guard: RunningGuard) -> None:
+    async with Guard(guard.grpc) as g:
+        pub = TranscriptPublisher(g, "pipeline", lang="en")
+        call = guard.call_id("ask")
+        ran: list = []
+        spoken: list = []
+
+        async def say(text: str, ask: Ask) -> None:
+            # The pipeline's TTS: what it speaks comes back as the agent's turn.
+            spoken.append(ask)
+            await pub.agent(call, text, response_id=ask.id)
+
+        @guard_tool(guard=g, call_id=call, speak=say, include_evidence=True)
+        async def submit_appeal(args):  # type: ignore[no-untyped-def]
+            ran.append(args)
+            return {"status": "submitted"}
+
+        await pub.agent(call, "Alright, I have everything I need.")
+        await pub.caller(call, "Yes.")
+        first = await submit_appeal(ARGS)
+        assert not ran and len(spoken) == 1, (first, spoken)
+        assert isinstance(first, str) and "Do not ask again" in first
+        assert spoken[0].lang == "en" and spoken[0].id.startswith("ask_")
+        await pub.caller(call, "Yes.")
+        assert await submit_appeal(ARGS) == {"status": "submitted"}
+        rec = [d for d in guard.decision_records() if d.get("call_id") == call and d.get("outcome") == "OUTCOME_ALLOW"]
+        assert rec and rec[0]["evidence"]["guard_question"] == spoken[0].id
+
+        # A "no" to the guard's question runs nothing.
+        call2 = guard.call_id("ask-no")
+        no_tool = guard_tool(lambda a: ran.append(a) or {"ok": True}, guard=g, tool="submit_appeal", call_id=call2,
+                             speak=lambda text, ask: pub.agent(call2, text))
+        await pub.agent(call2, "One moment.")
+        await pub.caller(call2, "Yes.")
+        assert isinstance(await no_tool(ARGS), str)
+        await pub.caller(call2, "No.")
+        assert isinstance(await no_tool(ARGS), str)
+        assert len(ran) == 1

@@ -284,6 +284,7 @@ export class GuardClient {
       questionSentence: r.questionSentence,
       answerText: r.answerText,
       detail: r.detail,
+      ask: r.ask && r.ask.text ? { text: r.ask.text, lang: r.ask.lang, id: r.ask.id, expiresAt: timestampToDate(r.ask.expiresAt) } : undefined,
       evidence: evidenceOf(r.evidence),
     };
   }

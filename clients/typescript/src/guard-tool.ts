@@ -22,7 +22,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { CheckInput, GuardClient } from "./client.js";
 import { jsonObject, YesguardInputError } from "./json.js";
 import { checkKeys } from "./options.js";
-import type { CheckResult } from "./records.js";
+import type { Ask, CheckResult } from "./records.js";
 
 /** Per-invocation facts the framework knows and the arguments do not carry. */
 export interface GuardCallContext {
@@ -64,6 +64,22 @@ export interface GuardToolOptions<A extends JsonObject> {
   onDecision?: (decision: CheckResult, args: A) => void;
   /** Complete failed after the tool ran: the result is still returned. */
   onCompleteError?: (err: unknown, decision: CheckResult) => void;
+  /**
+   * Speaks the guard's own question through the pipeline's TTS as the
+   * agent's turn (LiveKit Node: `(text) => session.say(text)`), when a
+   * REFUSE carries one. The model is then told that the question was asked
+   * and that it must wait for the caller's answer. A speak that throws
+   * leaves the guard's message as it is (the model asks itself).
+   */
+  speak?: (text: string, ask: Ask) => Promise<unknown> | unknown;
+}
+
+/** What the model gets once the guard's question was spoken for it. */
+export function askedMessage(tool: string, ask: Ask): string {
+  return (
+    `The caller was just asked, in the guard's words: "${ask.text}" Do not ask again and do not say it is done: ` +
+    `wait for the caller's answer. If they say yes, call ${tool} again with the same arguments; if not, do not.`
+  );
 }
 
 /** The message given to the model when the guard cannot be asked. */
@@ -83,7 +99,7 @@ export function guardTool<A extends JsonObject, R extends JsonObject>(
   fn: (args: A, ctx: GuardCallContext) => Promise<R> | R,
   options: GuardToolOptions<A>,
 ): (args: A, ctx?: GuardCallContext) => Promise<R | string> {
-  checkKeys(options, { guard: "any", tool: "string", callId: "any", waitMs: "integer", timeoutMs: "integer", includeEvidence: "boolean", onRefuse: "any", onError: "any", onDecision: "any", onCompleteError: "any" }, "guardTool options");
+  checkKeys(options, { guard: "any", tool: "string", callId: "any", waitMs: "integer", timeoutMs: "integer", includeEvidence: "boolean", onRefuse: "any", onError: "any", onDecision: "any", onCompleteError: "any", speak: "any" }, "guardTool options");
   if (!options.guard) throw new YesguardInputError("guardTool options.guard: required (a GuardClient)");
   if (!options.tool) throw new YesguardInputError("guardTool options.tool: required");
   const { guard, tool } = options;
@@ -126,6 +142,14 @@ export function guardTool<A extends JsonObject, R extends JsonObject>(
         }
         return refuse(d);
       default:
+        if (d.outcome === "refuse" && d.ask && options.speak) {
+          try {
+            await options.speak(d.ask.text, d.ask);
+          } catch {
+            return refuse(d);
+          }
+          return askedMessage(tool, d.ask);
+        }
         return refuse(d);
     }
 

@@ -39,7 +39,8 @@ export {
   type Speaker,
   type EventType,
 } from "./publisher.js";
-export { guardTool, UNAVAILABLE_MESSAGE, type GuardToolOptions, type GuardCallContext } from "./guard-tool.js";
+export { guardTool, askedMessage, UNAVAILABLE_MESSAGE, type GuardToolOptions, type GuardCallContext } from "./guard-tool.js";
+export { guardPrompt, type GuardPromptOptions } from "./prompt.js";
 export { jsonObject, YesguardInputError, type JsonObject, type JsonValue } from "./json.js";
 export {
   OUTCOMES,
@@ -52,6 +53,7 @@ export {
   type Decision,
   type DecisionPage,
   type Evidence,
+  type Ask,
   type Turn,
   type Match,
 } from "./records.js";

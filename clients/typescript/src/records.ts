@@ -91,6 +91,21 @@ export interface Evidence {
   recentTurns: Turn[];
   lang: string;
   detail: string;
+  /** The id of the guard's own question, when the question was one it issued. */
+  guardQuestion?: string;
+}
+
+/**
+ * The guard's own question, on a REFUSE a fresh question can mend: speak
+ * `text` as the agent's turn (with `id` as its response id where the
+ * pipeline can set one), wait for the caller's answer, and call the tool
+ * again with the same arguments.
+ */
+export interface Ask {
+  text: string;
+  lang: string;
+  id: string;
+  expiresAt?: Date;
 }
 
 /** The guard's answer to a Check. */
@@ -115,6 +130,8 @@ export interface CheckResult {
   questionSentence: string;
   answerText: string;
   detail: string;
+  /** REFUSE: the guard's own question, when asking again can mend it. */
+  ask?: Ask;
   /** The full evidence, when the request set includeEvidence (some guards always send it). */
   evidence?: Evidence;
 }
@@ -206,6 +223,7 @@ export function evidenceOf(e: pb.Evidence | undefined): Evidence | undefined {
     recentTurns: e.recentTurns.map(turnOf),
     lang: e.lang,
     detail: e.detail,
+    guardQuestion: e.guardQuestion || undefined,
   };
 }
 

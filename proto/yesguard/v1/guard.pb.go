@@ -459,8 +459,15 @@ type CheckResponse struct {
 	// run the tool and do not tell the caller it is done; wait for the
 	// original's result.
 	OriginalRunning bool `protobuf:"varint,14,opt,name=original_running,json=originalRunning,proto3" json:"original_running,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// REFUSE that a fresh question can mend (no question, a question not
+	// plain, an action or argument mismatch, an answer not plain, the agent
+	// spoke after, evidence used): the guard's own question, for the
+	// pipeline to speak through its TTS as the agent's turn. Unset where
+	// asking again cannot help (a negation, the caller still speaking, a
+	// duplicate).
+	Ask           *Ask `protobuf:"bytes,15,opt,name=ask,proto3" json:"ask,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CheckResponse) Reset() {
@@ -591,6 +598,90 @@ func (x *CheckResponse) GetOriginalRunning() bool {
 	return false
 }
 
+func (x *CheckResponse) GetAsk() *Ask {
+	if x != nil {
+		return x.Ask
+	}
+	return nil
+}
+
+// Ask is a question the guard issued: one short sentence in the call's
+// language stating the tool's bound arguments as people say them. Spoken
+// as the agent's turn (its text as written, or any text with id as the
+// turn's response_id) and answered with a plain yes within its life, it is
+// the question the yes answers.
+type Ask struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What to say.
+	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// Its language (BCP-47).
+	Lang string `protobuf:"bytes,2,opt,name=lang,proto3" json:"lang,omitempty"`
+	// Names this ask; set it as the spoken turn's response_id.
+	Id string `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`
+	// When the ask stops being recognised.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ask) Reset() {
+	*x = Ask{}
+	mi := &file_yesguard_v1_guard_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ask) ProtoMessage() {}
+
+func (x *Ask) ProtoReflect() protoreflect.Message {
+	mi := &file_yesguard_v1_guard_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ask.ProtoReflect.Descriptor instead.
+func (*Ask) Descriptor() ([]byte, []int) {
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Ask) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Ask) GetLang() string {
+	if x != nil {
+		return x.Lang
+	}
+	return ""
+}
+
+func (x *Ask) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Ask) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
 type CompleteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The decision id of an ALLOW.
@@ -617,7 +708,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[2]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +720,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[2]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +733,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{2}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CompleteRequest) GetDecisionId() string {
@@ -690,7 +781,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[3]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -702,7 +793,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[3]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -715,7 +806,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{3}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CompleteResponse) GetDecisionId() string {
@@ -744,7 +835,7 @@ type RedeemRequest struct {
 
 func (x *RedeemRequest) Reset() {
 	*x = RedeemRequest{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[4]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -756,7 +847,7 @@ func (x *RedeemRequest) String() string {
 func (*RedeemRequest) ProtoMessage() {}
 
 func (x *RedeemRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[4]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,7 +860,7 @@ func (x *RedeemRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeemRequest.ProtoReflect.Descriptor instead.
 func (*RedeemRequest) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{4}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RedeemRequest) GetApproval() string {
@@ -829,7 +920,7 @@ type RedeemResponse struct {
 
 func (x *RedeemResponse) Reset() {
 	*x = RedeemResponse{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[5]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +932,7 @@ func (x *RedeemResponse) String() string {
 func (*RedeemResponse) ProtoMessage() {}
 
 func (x *RedeemResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[5]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +945,7 @@ func (x *RedeemResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeemResponse.ProtoReflect.Descriptor instead.
 func (*RedeemResponse) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{5}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RedeemResponse) GetDecisionId() string {
@@ -951,7 +1042,7 @@ type ListDecisionsRequest struct {
 
 func (x *ListDecisionsRequest) Reset() {
 	*x = ListDecisionsRequest{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[6]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -963,7 +1054,7 @@ func (x *ListDecisionsRequest) String() string {
 func (*ListDecisionsRequest) ProtoMessage() {}
 
 func (x *ListDecisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[6]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1067,7 @@ func (x *ListDecisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDecisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListDecisionsRequest) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{6}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListDecisionsRequest) GetCallId() string {
@@ -1032,7 +1123,7 @@ type ListDecisionsResponse struct {
 
 func (x *ListDecisionsResponse) Reset() {
 	*x = ListDecisionsResponse{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[7]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1135,7 @@ func (x *ListDecisionsResponse) String() string {
 func (*ListDecisionsResponse) ProtoMessage() {}
 
 func (x *ListDecisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[7]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1148,7 @@ func (x *ListDecisionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDecisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListDecisionsResponse) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{7}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListDecisionsResponse) GetDecisions() []*Decision {
@@ -1100,7 +1191,7 @@ type ReceivedEvent struct {
 
 func (x *ReceivedEvent) Reset() {
 	*x = ReceivedEvent{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1203,7 @@ func (x *ReceivedEvent) String() string {
 func (*ReceivedEvent) ProtoMessage() {}
 
 func (x *ReceivedEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[8]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1216,7 @@ func (x *ReceivedEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceivedEvent.ProtoReflect.Descriptor instead.
 func (*ReceivedEvent) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{8}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReceivedEvent) GetEvent() *TranscriptEvent {
@@ -1182,7 +1273,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1285,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[9]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1298,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{9}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Decision) GetDecisionId() string {
@@ -1376,7 +1467,7 @@ type Turn struct {
 
 func (x *Turn) Reset() {
 	*x = Turn{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[10]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1479,7 @@ func (x *Turn) String() string {
 func (*Turn) ProtoMessage() {}
 
 func (x *Turn) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[10]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1492,7 @@ func (x *Turn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Turn.ProtoReflect.Descriptor instead.
 func (*Turn) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{10}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Turn) GetSpeaker() string {
@@ -1499,7 +1590,7 @@ type Match struct {
 
 func (x *Match) Reset() {
 	*x = Match{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[11]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1602,7 @@ func (x *Match) String() string {
 func (*Match) ProtoMessage() {}
 
 func (x *Match) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[11]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1615,7 @@ func (x *Match) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Match.ProtoReflect.Descriptor instead.
 func (*Match) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{11}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Match) GetRule() string {
@@ -1564,14 +1655,17 @@ type Evidence struct {
 	// The language the answer was judged in.
 	Lang string `protobuf:"bytes,6,opt,name=lang,proto3" json:"lang,omitempty"`
 	// One line, for people: why.
-	Detail        string `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	Detail string `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	// The id of the guard's own question (Ask.id) when the question turn was
+	// one the guard issued on this call for this tool and these arguments.
+	GuardQuestion string `protobuf:"bytes,8,opt,name=guard_question,json=guardQuestion,proto3" json:"guard_question,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Evidence) Reset() {
 	*x = Evidence{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[12]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1677,7 @@ func (x *Evidence) String() string {
 func (*Evidence) ProtoMessage() {}
 
 func (x *Evidence) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[12]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1690,7 @@ func (x *Evidence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Evidence.ProtoReflect.Descriptor instead.
 func (*Evidence) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{12}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Evidence) GetQuestion() *Turn {
@@ -1648,6 +1742,13 @@ func (x *Evidence) GetDetail() string {
 	return ""
 }
 
+func (x *Evidence) GetGuardQuestion() string {
+	if x != nil {
+		return x.GuardQuestion
+	}
+	return ""
+}
+
 // TranscriptEvent documents the JSON object a pipeline publishes on NATS,
 // one per message, on subject `<prefix>.<call_id>`. The wire format is JSON
 // with these field names as written here (snake_case); this message exists
@@ -1688,7 +1789,7 @@ type TranscriptEvent struct {
 
 func (x *TranscriptEvent) Reset() {
 	*x = TranscriptEvent{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[13]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1700,7 +1801,7 @@ func (x *TranscriptEvent) String() string {
 func (*TranscriptEvent) ProtoMessage() {}
 
 func (x *TranscriptEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[13]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1713,7 +1814,7 @@ func (x *TranscriptEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TranscriptEvent.ProtoReflect.Descriptor instead.
 func (*TranscriptEvent) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{13}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TranscriptEvent) GetCallId() string {
@@ -1835,7 +1936,7 @@ type PublishTranscriptRequest struct {
 
 func (x *PublishTranscriptRequest) Reset() {
 	*x = PublishTranscriptRequest{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[14]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1847,7 +1948,7 @@ func (x *PublishTranscriptRequest) String() string {
 func (*PublishTranscriptRequest) ProtoMessage() {}
 
 func (x *PublishTranscriptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[14]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1860,7 +1961,7 @@ func (x *PublishTranscriptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishTranscriptRequest.ProtoReflect.Descriptor instead.
 func (*PublishTranscriptRequest) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{14}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PublishTranscriptRequest) GetEvents() []*TranscriptEvent {
@@ -1887,7 +1988,7 @@ type PublishTranscriptResponse struct {
 
 func (x *PublishTranscriptResponse) Reset() {
 	*x = PublishTranscriptResponse{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[15]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +2000,7 @@ func (x *PublishTranscriptResponse) String() string {
 func (*PublishTranscriptResponse) ProtoMessage() {}
 
 func (x *PublishTranscriptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[15]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +2013,7 @@ func (x *PublishTranscriptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishTranscriptResponse.ProtoReflect.Descriptor instead.
 func (*PublishTranscriptResponse) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{15}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PublishTranscriptResponse) GetEvents() []*PublishedTranscriptEvent {
@@ -1940,7 +2041,7 @@ type PublishedTranscriptEvent struct {
 
 func (x *PublishedTranscriptEvent) Reset() {
 	*x = PublishedTranscriptEvent{}
-	mi := &file_yesguard_v1_guard_proto_msgTypes[16]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2053,7 @@ func (x *PublishedTranscriptEvent) String() string {
 func (*PublishedTranscriptEvent) ProtoMessage() {}
 
 func (x *PublishedTranscriptEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_yesguard_v1_guard_proto_msgTypes[16]
+	mi := &file_yesguard_v1_guard_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2066,7 @@ func (x *PublishedTranscriptEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishedTranscriptEvent.ProtoReflect.Descriptor instead.
 func (*PublishedTranscriptEvent) Descriptor() ([]byte, []int) {
-	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{16}
+	return file_yesguard_v1_guard_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PublishedTranscriptEvent) GetSource() string {
@@ -2018,7 +2119,7 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x06 \x01(\tR\n" +
 	"toolCallId\x12)\n" +
 	"\x10include_evidence\x18\a \x01(\bR\x0fincludeEvidence\x12\x17\n" +
-	"\await_ms\x18\b \x01(\x03R\x06waitMs\"\xe4\x04\n" +
+	"\await_ms\x18\b \x01(\x03R\x06waitMs\"\x88\x05\n" +
 	"\rCheckResponse\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12.\n" +
@@ -2036,7 +2137,14 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\vanswer_text\x18\f \x01(\tR\n" +
 	"answerText\x12\x16\n" +
 	"\x06detail\x18\r \x01(\tR\x06detail\x12)\n" +
-	"\x10original_running\x18\x0e \x01(\bR\x0foriginalRunning\"\xb1\x01\n" +
+	"\x10original_running\x18\x0e \x01(\bR\x0foriginalRunning\x12\"\n" +
+	"\x03ask\x18\x0f \x01(\v2\x10.yesguard.v1.AskR\x03ask\"x\n" +
+	"\x03Ask\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x12\n" +
+	"\x04lang\x18\x02 \x01(\tR\x04lang\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\tR\x02id\x129\n" +
+	"\n" +
+	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xb1\x01\n" +
 	"\x0fCompleteRequest\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12/\n" +
@@ -2127,7 +2235,7 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\x05Match\x12\x12\n" +
 	"\x04rule\x18\x01 \x01(\tR\x04rule\x12\x18\n" +
 	"\apattern\x18\x02 \x01(\tR\apattern\x12\x12\n" +
-	"\x04text\x18\x03 \x01(\tR\x04text\"\xa1\x02\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"\xc8\x02\n" +
 	"\bEvidence\x12-\n" +
 	"\bquestion\x18\x01 \x01(\v2\x11.yesguard.v1.TurnR\bquestion\x12+\n" +
 	"\x11question_sentence\x18\x02 \x01(\tR\x10questionSentence\x12)\n" +
@@ -2135,7 +2243,8 @@ const file_yesguard_v1_guard_proto_rawDesc = "" +
 	"\amatches\x18\x04 \x03(\v2\x12.yesguard.v1.MatchR\amatches\x124\n" +
 	"\frecent_turns\x18\x05 \x03(\v2\x11.yesguard.v1.TurnR\vrecentTurns\x12\x12\n" +
 	"\x04lang\x18\x06 \x01(\tR\x04lang\x12\x16\n" +
-	"\x06detail\x18\a \x01(\tR\x06detail\"\xeb\x02\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\x12%\n" +
+	"\x0eguard_question\x18\b \x01(\tR\rguardQuestion\"\xeb\x02\n" +
 	"\x0fTranscriptEvent\x12\x17\n" +
 	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x18\n" +
@@ -2229,76 +2338,79 @@ func file_yesguard_v1_guard_proto_rawDescGZIP() []byte {
 }
 
 var file_yesguard_v1_guard_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_yesguard_v1_guard_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_yesguard_v1_guard_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_yesguard_v1_guard_proto_goTypes = []any{
 	(Outcome)(0),                      // 0: yesguard.v1.Outcome
 	(Reason)(0),                       // 1: yesguard.v1.Reason
 	(DecisionKind)(0),                 // 2: yesguard.v1.DecisionKind
 	(*CheckRequest)(nil),              // 3: yesguard.v1.CheckRequest
 	(*CheckResponse)(nil),             // 4: yesguard.v1.CheckResponse
-	(*CompleteRequest)(nil),           // 5: yesguard.v1.CompleteRequest
-	(*CompleteResponse)(nil),          // 6: yesguard.v1.CompleteResponse
-	(*RedeemRequest)(nil),             // 7: yesguard.v1.RedeemRequest
-	(*RedeemResponse)(nil),            // 8: yesguard.v1.RedeemResponse
-	(*ListDecisionsRequest)(nil),      // 9: yesguard.v1.ListDecisionsRequest
-	(*ListDecisionsResponse)(nil),     // 10: yesguard.v1.ListDecisionsResponse
-	(*ReceivedEvent)(nil),             // 11: yesguard.v1.ReceivedEvent
-	(*Decision)(nil),                  // 12: yesguard.v1.Decision
-	(*Turn)(nil),                      // 13: yesguard.v1.Turn
-	(*Match)(nil),                     // 14: yesguard.v1.Match
-	(*Evidence)(nil),                  // 15: yesguard.v1.Evidence
-	(*TranscriptEvent)(nil),           // 16: yesguard.v1.TranscriptEvent
-	(*PublishTranscriptRequest)(nil),  // 17: yesguard.v1.PublishTranscriptRequest
-	(*PublishTranscriptResponse)(nil), // 18: yesguard.v1.PublishTranscriptResponse
-	(*PublishedTranscriptEvent)(nil),  // 19: yesguard.v1.PublishedTranscriptEvent
-	(*structpb.Struct)(nil),           // 20: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 21: google.protobuf.Timestamp
+	(*Ask)(nil),                       // 5: yesguard.v1.Ask
+	(*CompleteRequest)(nil),           // 6: yesguard.v1.CompleteRequest
+	(*CompleteResponse)(nil),          // 7: yesguard.v1.CompleteResponse
+	(*RedeemRequest)(nil),             // 8: yesguard.v1.RedeemRequest
+	(*RedeemResponse)(nil),            // 9: yesguard.v1.RedeemResponse
+	(*ListDecisionsRequest)(nil),      // 10: yesguard.v1.ListDecisionsRequest
+	(*ListDecisionsResponse)(nil),     // 11: yesguard.v1.ListDecisionsResponse
+	(*ReceivedEvent)(nil),             // 12: yesguard.v1.ReceivedEvent
+	(*Decision)(nil),                  // 13: yesguard.v1.Decision
+	(*Turn)(nil),                      // 14: yesguard.v1.Turn
+	(*Match)(nil),                     // 15: yesguard.v1.Match
+	(*Evidence)(nil),                  // 16: yesguard.v1.Evidence
+	(*TranscriptEvent)(nil),           // 17: yesguard.v1.TranscriptEvent
+	(*PublishTranscriptRequest)(nil),  // 18: yesguard.v1.PublishTranscriptRequest
+	(*PublishTranscriptResponse)(nil), // 19: yesguard.v1.PublishTranscriptResponse
+	(*PublishedTranscriptEvent)(nil),  // 20: yesguard.v1.PublishedTranscriptEvent
+	(*structpb.Struct)(nil),           // 21: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 22: google.protobuf.Timestamp
 }
 var file_yesguard_v1_guard_proto_depIdxs = []int32{
-	20, // 0: yesguard.v1.CheckRequest.args:type_name -> google.protobuf.Struct
+	21, // 0: yesguard.v1.CheckRequest.args:type_name -> google.protobuf.Struct
 	0,  // 1: yesguard.v1.CheckResponse.outcome:type_name -> yesguard.v1.Outcome
 	1,  // 2: yesguard.v1.CheckResponse.reason:type_name -> yesguard.v1.Reason
-	15, // 3: yesguard.v1.CheckResponse.evidence:type_name -> yesguard.v1.Evidence
-	20, // 4: yesguard.v1.CheckResponse.original_result:type_name -> google.protobuf.Struct
-	21, // 5: yesguard.v1.CheckResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
-	20, // 6: yesguard.v1.CompleteRequest.result:type_name -> google.protobuf.Struct
-	20, // 7: yesguard.v1.RedeemRequest.args:type_name -> google.protobuf.Struct
-	0,  // 8: yesguard.v1.RedeemResponse.outcome:type_name -> yesguard.v1.Outcome
-	1,  // 9: yesguard.v1.RedeemResponse.reason:type_name -> yesguard.v1.Reason
-	21, // 10: yesguard.v1.RedeemResponse.expires_at:type_name -> google.protobuf.Timestamp
-	12, // 11: yesguard.v1.ListDecisionsResponse.decisions:type_name -> yesguard.v1.Decision
-	13, // 12: yesguard.v1.ListDecisionsResponse.transcript:type_name -> yesguard.v1.Turn
-	11, // 13: yesguard.v1.ListDecisionsResponse.events:type_name -> yesguard.v1.ReceivedEvent
-	16, // 14: yesguard.v1.ReceivedEvent.event:type_name -> yesguard.v1.TranscriptEvent
-	21, // 15: yesguard.v1.ReceivedEvent.received_at:type_name -> google.protobuf.Timestamp
-	21, // 16: yesguard.v1.Decision.time:type_name -> google.protobuf.Timestamp
-	0,  // 17: yesguard.v1.Decision.outcome:type_name -> yesguard.v1.Outcome
-	1,  // 18: yesguard.v1.Decision.reason:type_name -> yesguard.v1.Reason
-	15, // 19: yesguard.v1.Decision.evidence:type_name -> yesguard.v1.Evidence
-	2,  // 20: yesguard.v1.Decision.kind:type_name -> yesguard.v1.DecisionKind
-	21, // 21: yesguard.v1.Decision.approval_expires_at:type_name -> google.protobuf.Timestamp
-	21, // 22: yesguard.v1.Turn.received_at:type_name -> google.protobuf.Timestamp
-	13, // 23: yesguard.v1.Evidence.question:type_name -> yesguard.v1.Turn
-	13, // 24: yesguard.v1.Evidence.answer:type_name -> yesguard.v1.Turn
-	14, // 25: yesguard.v1.Evidence.matches:type_name -> yesguard.v1.Match
-	13, // 26: yesguard.v1.Evidence.recent_turns:type_name -> yesguard.v1.Turn
-	16, // 27: yesguard.v1.PublishTranscriptRequest.events:type_name -> yesguard.v1.TranscriptEvent
-	19, // 28: yesguard.v1.PublishTranscriptResponse.events:type_name -> yesguard.v1.PublishedTranscriptEvent
-	3,  // 29: yesguard.v1.Guard.Check:input_type -> yesguard.v1.CheckRequest
-	5,  // 30: yesguard.v1.Guard.Complete:input_type -> yesguard.v1.CompleteRequest
-	7,  // 31: yesguard.v1.Guard.Redeem:input_type -> yesguard.v1.RedeemRequest
-	9,  // 32: yesguard.v1.Guard.ListDecisions:input_type -> yesguard.v1.ListDecisionsRequest
-	17, // 33: yesguard.v1.Guard.PublishTranscript:input_type -> yesguard.v1.PublishTranscriptRequest
-	4,  // 34: yesguard.v1.Guard.Check:output_type -> yesguard.v1.CheckResponse
-	6,  // 35: yesguard.v1.Guard.Complete:output_type -> yesguard.v1.CompleteResponse
-	8,  // 36: yesguard.v1.Guard.Redeem:output_type -> yesguard.v1.RedeemResponse
-	10, // 37: yesguard.v1.Guard.ListDecisions:output_type -> yesguard.v1.ListDecisionsResponse
-	18, // 38: yesguard.v1.Guard.PublishTranscript:output_type -> yesguard.v1.PublishTranscriptResponse
-	34, // [34:39] is the sub-list for method output_type
-	29, // [29:34] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	16, // 3: yesguard.v1.CheckResponse.evidence:type_name -> yesguard.v1.Evidence
+	21, // 4: yesguard.v1.CheckResponse.original_result:type_name -> google.protobuf.Struct
+	22, // 5: yesguard.v1.CheckResponse.approval_expires_at:type_name -> google.protobuf.Timestamp
+	5,  // 6: yesguard.v1.CheckResponse.ask:type_name -> yesguard.v1.Ask
+	22, // 7: yesguard.v1.Ask.expires_at:type_name -> google.protobuf.Timestamp
+	21, // 8: yesguard.v1.CompleteRequest.result:type_name -> google.protobuf.Struct
+	21, // 9: yesguard.v1.RedeemRequest.args:type_name -> google.protobuf.Struct
+	0,  // 10: yesguard.v1.RedeemResponse.outcome:type_name -> yesguard.v1.Outcome
+	1,  // 11: yesguard.v1.RedeemResponse.reason:type_name -> yesguard.v1.Reason
+	22, // 12: yesguard.v1.RedeemResponse.expires_at:type_name -> google.protobuf.Timestamp
+	13, // 13: yesguard.v1.ListDecisionsResponse.decisions:type_name -> yesguard.v1.Decision
+	14, // 14: yesguard.v1.ListDecisionsResponse.transcript:type_name -> yesguard.v1.Turn
+	12, // 15: yesguard.v1.ListDecisionsResponse.events:type_name -> yesguard.v1.ReceivedEvent
+	17, // 16: yesguard.v1.ReceivedEvent.event:type_name -> yesguard.v1.TranscriptEvent
+	22, // 17: yesguard.v1.ReceivedEvent.received_at:type_name -> google.protobuf.Timestamp
+	22, // 18: yesguard.v1.Decision.time:type_name -> google.protobuf.Timestamp
+	0,  // 19: yesguard.v1.Decision.outcome:type_name -> yesguard.v1.Outcome
+	1,  // 20: yesguard.v1.Decision.reason:type_name -> yesguard.v1.Reason
+	16, // 21: yesguard.v1.Decision.evidence:type_name -> yesguard.v1.Evidence
+	2,  // 22: yesguard.v1.Decision.kind:type_name -> yesguard.v1.DecisionKind
+	22, // 23: yesguard.v1.Decision.approval_expires_at:type_name -> google.protobuf.Timestamp
+	22, // 24: yesguard.v1.Turn.received_at:type_name -> google.protobuf.Timestamp
+	14, // 25: yesguard.v1.Evidence.question:type_name -> yesguard.v1.Turn
+	14, // 26: yesguard.v1.Evidence.answer:type_name -> yesguard.v1.Turn
+	15, // 27: yesguard.v1.Evidence.matches:type_name -> yesguard.v1.Match
+	14, // 28: yesguard.v1.Evidence.recent_turns:type_name -> yesguard.v1.Turn
+	17, // 29: yesguard.v1.PublishTranscriptRequest.events:type_name -> yesguard.v1.TranscriptEvent
+	20, // 30: yesguard.v1.PublishTranscriptResponse.events:type_name -> yesguard.v1.PublishedTranscriptEvent
+	3,  // 31: yesguard.v1.Guard.Check:input_type -> yesguard.v1.CheckRequest
+	6,  // 32: yesguard.v1.Guard.Complete:input_type -> yesguard.v1.CompleteRequest
+	8,  // 33: yesguard.v1.Guard.Redeem:input_type -> yesguard.v1.RedeemRequest
+	10, // 34: yesguard.v1.Guard.ListDecisions:input_type -> yesguard.v1.ListDecisionsRequest
+	18, // 35: yesguard.v1.Guard.PublishTranscript:input_type -> yesguard.v1.PublishTranscriptRequest
+	4,  // 36: yesguard.v1.Guard.Check:output_type -> yesguard.v1.CheckResponse
+	7,  // 37: yesguard.v1.Guard.Complete:output_type -> yesguard.v1.CompleteResponse
+	9,  // 38: yesguard.v1.Guard.Redeem:output_type -> yesguard.v1.RedeemResponse
+	11, // 39: yesguard.v1.Guard.ListDecisions:output_type -> yesguard.v1.ListDecisionsResponse
+	19, // 40: yesguard.v1.Guard.PublishTranscript:output_type -> yesguard.v1.PublishTranscriptResponse
+	36, // [36:41] is the sub-list for method output_type
+	31, // [31:36] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_yesguard_v1_guard_proto_init() }
@@ -2312,7 +2424,7 @@ func file_yesguard_v1_guard_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_yesguard_v1_guard_proto_rawDesc), len(file_yesguard_v1_guard_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -11,19 +11,22 @@ from ._client import (
     DEFAULT_TIMEOUTS,
     GUARD_SERVICE,
     TLS,
+    Ask,
     CheckResult,
     DecisionPage,
     Guard,
     RedeemResult,
     YesguardProtocolError,
 )
-from ._guard_tool import UNAVAILABLE_MESSAGE, guard_tool
+from ._guard_tool import UNAVAILABLE_MESSAGE, asked_message, guard_tool
 from ._json import JsonObject, YesguardInputError
 from ._publisher import PublishedEvent, TranscriptPublisher
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Ask",
+    "asked_message",
     "CheckResult",
     "DecisionPage",
     "DEFAULT_TIMEOUTS",

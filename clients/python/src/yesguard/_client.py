@@ -64,6 +64,19 @@ class TLS:
 
 
 @dataclass(frozen=True)
+class Ask:
+    """The guard's own question, on a REFUSE a fresh question can mend:
+    speak ``text`` as the agent's turn (with ``id`` as its response id where
+    the pipeline can set one), wait for the caller's answer, and call the
+    tool again with the same arguments."""
+
+    text: str
+    lang: str
+    id: str
+    expires_at: Optional[_dt.datetime] = None
+
+
+@dataclass(frozen=True)
 class CheckResult:
     decision_id: str
     #: "allow", "refuse", "duplicate" or "ignored".
@@ -86,6 +99,8 @@ class CheckResult:
     detail: str = ""
     #: With include_evidence: the full evidence, as a dict (proto field names).
     evidence: Optional[JsonObject] = None
+    #: REFUSE: the guard's own question, when asking again can mend it.
+    ask: Optional[Ask] = None
 
 
 @dataclass(frozen=True)
@@ -345,6 +360,9 @@ class Guard:
             answer_text=r.answer_text,
             detail=r.detail,
             evidence=_as_dict(r.evidence) if r.HasField("evidence") else None,
+            ask=Ask(text=r.ask.text, lang=r.ask.lang, id=r.ask.id,
+                    expires_at=_time(r.ask.expires_at, r.ask.HasField("expires_at")))
+            if r.HasField("ask") and r.ask.text else None,
         )
 
     async def complete(

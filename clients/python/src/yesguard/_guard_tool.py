@@ -26,7 +26,7 @@ from typing import Any, Awaitable, Callable, Mapping, Optional, Union, cast
 
 import grpc
 
-from ._client import CheckResult, Guard, YesguardProtocolError
+from ._client import Ask, CheckResult, Guard, YesguardProtocolError
 from ._json import JsonObject, YesguardInputError, to_struct
 from ._publisher import TranscriptPublisher
 
@@ -40,6 +40,14 @@ ToolFn = Callable[[JsonObject], Union[Awaitable[Mapping[str, Any]], Mapping[str,
 #: The guarded tool: (args, call_id=, response_id=, tool_call_id=,
 #: responding_to_ms=) -> the tool's result, the original's, or a message.
 GuardedTool = Callable[..., Awaitable[Union[JsonObject, str]]]
+#: Speaks the guard's question through the pipeline's TTS (sync or async).
+Speak = Callable[[str, Ask], Any]
+
+
+def asked_message(tool: str, ask: Ask) -> str:
+    """What the model gets once the guard's question was spoken for it."""
+    return (f'The caller was just asked, in the guard\'s words: "{ask.text}" Do not ask again and do not say it is done: '
+            f"wait for the caller's answer. If they say yes, call {tool} again with the same arguments; if not, do not.")
 
 
 def guard_tool(
@@ -56,6 +64,7 @@ def guard_tool(
     on_error: Optional[Callable[[BaseException], str]] = None,
     on_decision: Optional[Callable[[CheckResult, JsonObject], None]] = None,
     on_complete_error: Optional[Callable[[BaseException, CheckResult], None]] = None,
+    speak: Optional[Speak] = None,
 ) -> Any:
     """Wraps ``fn(args) -> dict`` (sync or async): Check, then run, then
     Complete (Complete failed when it raises); or, without running it,
@@ -69,6 +78,11 @@ def guard_tool(
     own error path (LiveKit's ToolError). ``publisher``: the call's
     TranscriptPublisher, whose failed publishes refuse. ``on_error``: what the model gets
     when the guard cannot be asked (default UNAVAILABLE_MESSAGE).
+    ``speak(text, ask)``: speaks the guard's own question, when a refusal
+    carries one, through the pipeline's TTS (LiveKit: ``session.say``;
+    Pipecat: queue a ``TTSSpeakFrame``); the model is then told that it was
+    asked and must wait for the answer. A speak that raises leaves the
+    guard's message as it is.
     """
     if not isinstance(guard, Guard):
         raise YesguardInputError("guard_tool guard: required (a yesguard.Guard)")
@@ -111,6 +125,14 @@ def guard_tool(
                 if not d.original_running and d.original_result is not None:
                     return d.original_result
                 return refuse(d)
+            if d.outcome == "refuse" and d.ask is not None and speak is not None:
+                try:
+                    spoken = speak(d.ask.text, d.ask)
+                    if inspect.isawaitable(spoken):
+                        await spoken
+                except Exception:
+                    return refuse(d)
+                return asked_message(name, d.ask)
             if d.outcome != "allow":
                 return refuse(d)
 

@@ -46,6 +46,18 @@ REASON_UNKNOWN_CALL: Reason
 REASON_UNSPECIFIED: Reason
 REASON_UNSUPPORTED_LANGUAGE: Reason
 
+class Ask(_message.Message):
+    __slots__ = ["expires_at", "id", "lang", "text"]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LANG_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    expires_at: _timestamp_pb2.Timestamp
+    id: str
+    lang: str
+    text: str
+    def __init__(self, text: _Optional[str] = ..., lang: _Optional[str] = ..., id: _Optional[str] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class CheckRequest(_message.Message):
     __slots__ = ["args", "call_id", "include_evidence", "responding_to_ms", "response_id", "tool", "tool_call_id", "wait_ms"]
     ARGS_FIELD_NUMBER: _ClassVar[int]
@@ -67,10 +79,11 @@ class CheckRequest(_message.Message):
     def __init__(self, call_id: _Optional[str] = ..., tool: _Optional[str] = ..., args: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., response_id: _Optional[str] = ..., responding_to_ms: _Optional[int] = ..., tool_call_id: _Optional[str] = ..., include_evidence: bool = ..., wait_ms: _Optional[int] = ...) -> None: ...
 
 class CheckResponse(_message.Message):
-    __slots__ = ["answer_text", "approval", "approval_expires_at", "decision_id", "detail", "evidence", "message", "original_decision_id", "original_result", "original_running", "outcome", "question_sentence", "reason", "waited_ms"]
+    __slots__ = ["answer_text", "approval", "approval_expires_at", "ask", "decision_id", "detail", "evidence", "message", "original_decision_id", "original_result", "original_running", "outcome", "question_sentence", "reason", "waited_ms"]
     ANSWER_TEXT_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    ASK_FIELD_NUMBER: _ClassVar[int]
     DECISION_ID_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     EVIDENCE_FIELD_NUMBER: _ClassVar[int]
@@ -85,6 +98,7 @@ class CheckResponse(_message.Message):
     answer_text: str
     approval: str
     approval_expires_at: _timestamp_pb2.Timestamp
+    ask: Ask
     decision_id: str
     detail: str
     evidence: Evidence
@@ -96,7 +110,7 @@ class CheckResponse(_message.Message):
     question_sentence: str
     reason: Reason
     waited_ms: int
-    def __init__(self, decision_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., evidence: _Optional[_Union[Evidence, _Mapping]] = ..., original_decision_id: _Optional[str] = ..., original_result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., waited_ms: _Optional[int] = ..., approval: _Optional[str] = ..., approval_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., question_sentence: _Optional[str] = ..., answer_text: _Optional[str] = ..., detail: _Optional[str] = ..., original_running: bool = ...) -> None: ...
+    def __init__(self, decision_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., evidence: _Optional[_Union[Evidence, _Mapping]] = ..., original_decision_id: _Optional[str] = ..., original_result: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., waited_ms: _Optional[int] = ..., approval: _Optional[str] = ..., approval_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., question_sentence: _Optional[str] = ..., answer_text: _Optional[str] = ..., detail: _Optional[str] = ..., original_running: bool = ..., ask: _Optional[_Union[Ask, _Mapping]] = ...) -> None: ...
 
 class CompleteRequest(_message.Message):
     __slots__ = ["approval", "decision_id", "failed", "receipt", "result"]
@@ -163,9 +177,10 @@ class Decision(_message.Message):
     def __init__(self, decision_id: _Optional[str] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., call_id: _Optional[str] = ..., tool: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., response_id: _Optional[str] = ..., args_hash: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., reason: _Optional[_Union[Reason, str]] = ..., message: _Optional[str] = ..., evidence: _Optional[_Union[Evidence, _Mapping]] = ..., waited_ms: _Optional[int] = ..., policy_version: _Optional[str] = ..., original_decision_id: _Optional[str] = ..., args: _Optional[str] = ..., kind: _Optional[_Union[DecisionKind, str]] = ..., approval_key_id: _Optional[str] = ..., approval_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., replica: _Optional[str] = ..., result: _Optional[str] = ...) -> None: ...
 
 class Evidence(_message.Message):
-    __slots__ = ["answer", "detail", "lang", "matches", "question", "question_sentence", "recent_turns"]
+    __slots__ = ["answer", "detail", "guard_question", "lang", "matches", "question", "question_sentence", "recent_turns"]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    GUARD_QUESTION_FIELD_NUMBER: _ClassVar[int]
     LANG_FIELD_NUMBER: _ClassVar[int]
     MATCHES_FIELD_NUMBER: _ClassVar[int]
     QUESTION_FIELD_NUMBER: _ClassVar[int]
@@ -173,12 +188,13 @@ class Evidence(_message.Message):
     RECENT_TURNS_FIELD_NUMBER: _ClassVar[int]
     answer: Turn
     detail: str
+    guard_question: str
     lang: str
     matches: _containers.RepeatedCompositeFieldContainer[Match]
     question: Turn
     question_sentence: str
     recent_turns: _containers.RepeatedCompositeFieldContainer[Turn]
-    def __init__(self, question: _Optional[_Union[Turn, _Mapping]] = ..., question_sentence: _Optional[str] = ..., answer: _Optional[_Union[Turn, _Mapping]] = ..., matches: _Optional[_Iterable[_Union[Match, _Mapping]]] = ..., recent_turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ..., lang: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+    def __init__(self, question: _Optional[_Union[Turn, _Mapping]] = ..., question_sentence: _Optional[str] = ..., answer: _Optional[_Union[Turn, _Mapping]] = ..., matches: _Optional[_Iterable[_Union[Match, _Mapping]]] = ..., recent_turns: _Optional[_Iterable[_Union[Turn, _Mapping]]] = ..., lang: _Optional[str] = ..., detail: _Optional[str] = ..., guard_question: _Optional[str] = ...) -> None: ...
 
 class ListDecisionsRequest(_message.Message):
     __slots__ = ["call_id", "include_events", "include_transcript", "page_size", "page_token"]

@@ -34,6 +34,11 @@ export default defineAgent({
     const callId = callIdOf(ctx.room.name, ctx.job.id);
     const waitMs = process.env.YESGUARD_WAIT_MS ? Number(process.env.YESGUARD_WAIT_MS) : undefined;
 
+    const session = new voice.AgentSession({
+      stt: "deepgram/nova-3",
+      llm: "openai/gpt-4.1-mini",
+      tts: "cartesia/sonic-2",
+    });
     const agent = new voice.Agent({
       instructions:
         "You help callers appeal a decision. Before you submit an appeal, ask the caller plainly whether to submit it, " +
@@ -46,14 +51,12 @@ export default defineAgent({
           description: "Submit the caller's appeal once they have confirmed it.",
           parameters: z.object({ appeal_id: z.string().describe("The appeal's id, as the caller gave it") }),
           waitMs,
+          // The guard's own question, when the model's will not do: spoken
+          // by the session, not phrased again by the model.
+          session,
           run: async ({ appeal_id }) => ({ status: "submitted", appeal_id, reference: `R-${appeal_id}` }),
         }),
       },
-    });
-    const session = new voice.AgentSession({
-      stt: "deepgram/nova-3",
-      llm: "openai/gpt-4.1-mini",
-      tts: "cartesia/sonic-2",
     });
     const stop = publishTranscript(session, publisher, callId);
     ctx.addShutdownCallback(async () => {

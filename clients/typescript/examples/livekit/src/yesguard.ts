@@ -100,7 +100,14 @@ export function guardedTool<S extends z.ZodObject, R extends JsonObject>(opts: {
   run: (args: z.infer<S>) => Promise<R>;
   /** Ask the guard for this wait (ms) for the caller's turn: see the table of waits per recogniser. */
   waitMs?: number;
+  /**
+   * The session that speaks the guard's own question (session.say) when a
+   * refusal carries one; the model is then told to wait for the answer.
+   * The say is not awaited: its speech plays after the tool call's reply.
+   */
+  session?: voice.AgentSession;
 }) {
+  const session = opts.session;
   const guarded = guardTool<z.infer<S> & JsonObject, R>(opts.run, {
     guard: opts.guard,
     tool: opts.name,
@@ -112,6 +119,11 @@ export function guardedTool<S extends z.ZodObject, R extends JsonObject>(opts: {
     onError: () => {
       throw new llm.ToolError(UNAVAILABLE_MESSAGE);
     },
+    speak: session
+      ? (text) => {
+          session.say(text);
+        }
+      : undefined,
   });
   return llm.tool({
     description: opts.description,

@@ -27,17 +27,29 @@ describe("the LiveKit example's guard logic", () => {
   after(async () => g?.stop());
 
   /** A session bridged to the guard for one call, and LiveKit-shaped ways to drive it. */
-  function call(name: string) {
+  function call(name: string, speaks = false) {
     const callId = callIdOf("room.with dots", `${name}-${g.callId("job")}`);
     const session = new voice.AgentSession({});
     const stop = publishTranscript(session, publisher, callId, (err) => assert.fail(`publish failed: ${String(err)}`));
     const runs: string[] = [];
+    const spoken: string[] = [];
+    if (speaks) {
+      // What session.say does with no room: a new speech handle whose
+      // message is added to the chat (its audio is not played here).
+      session.say = ((text: string) => {
+        spoken.push(text);
+        const handle = reply();
+        agentSaid(handle, text);
+        return handle;
+      }) as typeof session.say;
+    }
     const tool = guardedTool({
       guard,
       callId,
       name: "submit_appeal",
       description: "Submit the caller's appeal once they have confirmed it.",
       parameters: z.object({ appeal_id: z.string() }),
+      session: speaks ? session : undefined,
       run: async ({ appeal_id }) => {
         runs.push(appeal_id);
         return { status: "submitted", appeal_id };
@@ -71,7 +83,7 @@ describe("the LiveKit example's guard logic", () => {
           abortSignal: new AbortController().signal,
         },
       );
-    return { callId, session, stop, runs, reply, agentSaid, callerSays, callTool };
+    return { callId, session, stop, runs, spoken, reply, agentSaid, callerSays, callTool };
   }
 
   test("publishes the session's events as the contract's transcript events", async () => {
@@ -170,5 +182,28 @@ describe("the LiveKit example's guard logic", () => {
       }
       c.stop();
     }
+  });
+
+  test("a question that will not do: session.say speaks the guard's, and the yes to it runs the tool", async () => {
+    const c = call("ask", true);
+    let seen = await g.eventsSeen();
+    c.agentSaid(c.reply(), "Alright, I have everything I need.");
+    c.callerSays("Yes.");
+    await g.waitEvents(seen + 5);
+    seen = await g.eventsSeen();
+    const first = await c.callTool(c.reply());
+    assert.equal(c.runs.length, 0, "the tool ran on a yes to no question");
+    assert.equal(c.spoken.length, 1, "the guard's question was not spoken");
+    assert.match(c.spoken[0]!, /submit/i);
+    assert.match(String(first), /Do not ask again/);
+    await g.waitEvents(seen + 1); // the spoken question, as the agent's turn
+    seen = await g.eventsSeen();
+    c.callerSays("Yes.");
+    await g.waitEvents(seen + 4);
+    assert.deepEqual(await c.callTool(c.reply()), { status: "submitted", appeal_id: "A-17" });
+    assert.deepEqual(c.runs, ["A-17"]);
+    const [allow] = (await guard.listDecisions({ callId: c.callId })).decisions.filter((d) => d.outcome === "allow");
+    assert.ok(allow?.evidence?.guardQuestion?.startsWith("ask_"), "the ALLOW rests on the guard's question");
+    c.stop();
   });
 });

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file yesguard/v1/guard.proto.
  */
 export const file_yesguard_v1_guard: GenFile = /*@__PURE__*/
-  fileDesc("Chd5ZXNndWFyZC92MS9ndWFyZC5wcm90bxILeWVzZ3VhcmQudjEixAEKDENoZWNrUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoLcmVzcG9uc2VfaWQYBCABKAkSGAoQcmVzcG9uZGluZ190b19tcxgFIAEoAxIUCgx0b29sX2NhbGxfaWQYBiABKAkSGAoQaW5jbHVkZV9ldmlkZW5jZRgHIAEoCBIPCgd3YWl0X21zGAggASgDIrIDCg1DaGVja1Jlc3BvbnNlEhMKC2RlY2lzaW9uX2lkGAEgASgJEiUKB291dGNvbWUYAiABKA4yFC55ZXNndWFyZC52MS5PdXRjb21lEiMKBnJlYXNvbhgDIAEoDjITLnllc2d1YXJkLnYxLlJlYXNvbhIPCgdtZXNzYWdlGAQgASgJEicKCGV2aWRlbmNlGAUgASgLMhUueWVzZ3VhcmQudjEuRXZpZGVuY2USHAoUb3JpZ2luYWxfZGVjaXNpb25faWQYBiABKAkSMAoPb3JpZ2luYWxfcmVzdWx0GAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCgl3YWl0ZWRfbXMYCCABKAMSEAoIYXBwcm92YWwYCSABKAkSNwoTYXBwcm92YWxfZXhwaXJlc19hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGQoRcXVlc3Rpb25fc2VudGVuY2UYCyABKAkSEwoLYW5zd2VyX3RleHQYDCABKAkSDgoGZGV0YWlsGA0gASgJEhgKEG9yaWdpbmFsX3J1bm5pbmcYDiABKAgiggEKD0NvbXBsZXRlUmVxdWVzdBITCgtkZWNpc2lvbl9pZBgBIAEoCRInCgZyZXN1bHQYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBmZhaWxlZBgDIAEoCBIQCghhcHByb3ZhbBgEIAEoCRIPCgdyZWNlaXB0GAUgASgJIicKEENvbXBsZXRlUmVzcG9uc2USEwoLZGVjaXNpb25faWQYASABKAkiZwoNUmVkZWVtUmVxdWVzdBIQCghhcHByb3ZhbBgBIAEoCRIlCgRhcmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgR0b29sGAMgASgJEg8KB2NhbGxfaWQYBCABKAkikgIKDlJlZGVlbVJlc3BvbnNlEhMKC2RlY2lzaW9uX2lkGAEgASgJEiUKB291dGNvbWUYAiABKA4yFC55ZXNndWFyZC52MS5PdXRjb21lEiMKBnJlYXNvbhgDIAEoDjITLnllc2d1YXJkLnYxLlJlYXNvbhIPCgdtZXNzYWdlGAQgASgJEhsKE2FsbG93ZWRfZGVjaXNpb25faWQYBSABKAkSDwoHY2FsbF9pZBgGIAEoCRIMCgR0b29sGAcgASgJEhEKCWFyZ3NfaGFzaBgIIAEoCRIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdyZWNlaXB0GAogASgJIoIBChRMaXN0RGVjaXNpb25zUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhoKEmluY2x1ZGVfdHJhbnNjcmlwdBgEIAEoCBIWCg5pbmNsdWRlX2V2ZW50cxgFIAEoCCKtAQoVTGlzdERlY2lzaW9uc1Jlc3BvbnNlEigKCWRlY2lzaW9ucxgBIAMoCzIVLnllc2d1YXJkLnYxLkRlY2lzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIlCgp0cmFuc2NyaXB0GAMgAygLMhEueWVzZ3VhcmQudjEuVHVybhIqCgZldmVudHMYBCADKAsyGi55ZXNndWFyZC52MS5SZWNlaXZlZEV2ZW50Im0KDVJlY2VpdmVkRXZlbnQSKwoFZXZlbnQYASABKAsyHC55ZXNndWFyZC52MS5UcmFuc2NyaXB0RXZlbnQSLwoLcmVjZWl2ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIp8ECghEZWNpc2lvbhITCgtkZWNpc2lvbl9pZBgBIAEoCRIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjYWxsX2lkGAMgASgJEgwKBHRvb2wYBCABKAkSFAoMdG9vbF9jYWxsX2lkGAUgASgJEhMKC3Jlc3BvbnNlX2lkGAYgASgJEhEKCWFyZ3NfaGFzaBgHIAEoCRIlCgdvdXRjb21lGAggASgOMhQueWVzZ3VhcmQudjEuT3V0Y29tZRIjCgZyZWFzb24YCSABKA4yEy55ZXNndWFyZC52MS5SZWFzb24SDwoHbWVzc2FnZRgKIAEoCRInCghldmlkZW5jZRgLIAEoCzIVLnllc2d1YXJkLnYxLkV2aWRlbmNlEhEKCXdhaXRlZF9tcxgMIAEoAxIWCg5wb2xpY3lfdmVyc2lvbhgNIAEoCRIcChRvcmlnaW5hbF9kZWNpc2lvbl9pZBgOIAEoCRIMCgRhcmdzGA8gASgJEicKBGtpbmQYECABKA4yGS55ZXNndWFyZC52MS5EZWNpc2lvbktpbmQSFwoPYXBwcm92YWxfa2V5X2lkGBEgASgJEjcKE2FwcHJvdmFsX2V4cGlyZXNfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3JlcGxpY2EYEyABKAkSDgoGcmVzdWx0GBQgASgJIuUBCgRUdXJuEg8KB3NwZWFrZXIYASABKAkSDAoEdGV4dBgCIAEoCRIQCghzdGFydF9tcxgDIAEoAxIOCgZlbmRfbXMYBCABKAMSEQoJZmlyc3Rfc2VxGAUgASgEEhAKCGxhc3Rfc2VxGAYgASgEEgwKBGxhbmcYByABKAkSEwoLcmVzcG9uc2VfaWQYCCABKAkSEwoLaW50ZXJydXB0ZWQYCSABKAgSLwoLcmVjZWl2ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnNvdXJjZRgLIAEoCSI0CgVNYXRjaBIMCgRydWxlGAEgASgJEg8KB3BhdHRlcm4YAiABKAkSDAoEdGV4dBgDIAEoCSLZAQoIRXZpZGVuY2USIwoIcXVlc3Rpb24YASABKAsyES55ZXNndWFyZC52MS5UdXJuEhkKEXF1ZXN0aW9uX3NlbnRlbmNlGAIgASgJEiEKBmFuc3dlchgDIAEoCzIRLnllc2d1YXJkLnYxLlR1cm4SIwoHbWF0Y2hlcxgEIAMoCzISLnllc2d1YXJkLnYxLk1hdGNoEicKDHJlY2VudF90dXJucxgFIAMoCzIRLnllc2d1YXJkLnYxLlR1cm4SDAoEbGFuZxgGIAEoCRIOCgZkZXRhaWwYByABKAki+AEKD1RyYW5zY3JpcHRFdmVudBIPCgdjYWxsX2lkGAEgASgJEgsKA3NlcRgCIAEoBBIPCgdzcGVha2VyGAMgASgJEgwKBHR5cGUYBCABKAkSDAoEdGV4dBgFIAEoCRINCgVmaW5hbBgGIAEoCBIQCghzdGFydF9tcxgHIAEoAxIOCgZlbmRfbXMYCCABKAMSDAoEbGFuZxgJIAEoCRITCgtyZXNwb25zZV9pZBgKIAEoCRITCgtpbnRlcnJ1cHRlZBgLIAEoCBISCgpjb25maWRlbmNlGAwgASgBEg4KBnNvdXJjZRgNIAEoCRINCgVlcG9jaBgOIAEoBCJhChhQdWJsaXNoVHJhbnNjcmlwdFJlcXVlc3QSLAoGZXZlbnRzGAEgAygLMhwueWVzZ3VhcmQudjEuVHJhbnNjcmlwdEV2ZW50EhcKD2d1YXJkX3NlcXVlbmNlZBgCIAEoCCJSChlQdWJsaXNoVHJhbnNjcmlwdFJlc3BvbnNlEjUKBmV2ZW50cxgBIAMoCzIlLnllc2d1YXJkLnYxLlB1Ymxpc2hlZFRyYW5zY3JpcHRFdmVudCJtChhQdWJsaXNoZWRUcmFuc2NyaXB0RXZlbnQSDgoGc291cmNlGAEgASgJEg0KBWVwb2NoGAIgASgEEgsKA3NlcRgDIAEoBBISCgpzdHJlYW1fc2VxGAQgASgEEhEKCWR1cGxpY2F0ZRgFIAEoCCp1CgdPdXRjb21lEhcKE09VVENPTUVfVU5TUEVDSUZJRUQQABIRCg1PVVRDT01FX0FMTE9XEAESEgoOT1VUQ09NRV9SRUZVU0UQAhIVChFPVVRDT01FX0RVUExJQ0FURRADEhMKD09VVENPTUVfSUdOT1JFRBAEKvkFCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFAoQUkVBU09OX0NPTkZJUk1FRBABEh8KG1JFQVNPTl9FWFBMSUNJVF9JTlNUUlVDVElPThACEhcKE1JFQVNPTl9OT1RfUkVRVUlSRUQQAxIUChBSRUFTT05fTk9fQU5TV0VSEAQSHAoYUkVBU09OX0FHRU5UX1NQT0tFX0FGVEVSEAUSFAoQUkVBU09OX05PVF9QTEFJThAGEhIKDlJFQVNPTl9ORUdBVEVEEAcSFgoSUkVBU09OX05PX1FVRVNUSU9OEAgSGgoWUkVBU09OX0FDVElPTl9NSVNNQVRDSBAJEhwKGFJFQVNPTl9BUkdVTUVOVF9NSVNNQVRDSBAKEhAKDFJFQVNPTl9TVEFMRRALEhgKFFJFQVNPTl9FVklERU5DRV9VU0VEEAwSFAoQUkVBU09OX0RVUExJQ0FURRANEhoKFlJFQVNPTl9RVUFOVElUWV9SRVBFQVQQDhIXChNSRUFTT05fVU5LTk9XTl9DQUxMEA8SIQodUkVBU09OX1RSQU5TQ1JJUFRfVU5BVkFJTEFCTEUQEBIaChZSRUFTT05fQ0FMTEVSX1NQRUFLSU5HEBESEwoPUkVBU09OX0lOVEVSTkFMEBISHwobUkVBU09OX1VOU1VQUE9SVEVEX0xBTkdVQUdFEBMSGQoVUkVBU09OX1RSQU5TQ1JJUFRfR0FQEBQSEwoPUkVBU09OX1JFREVFTUVEEBUSGwoXUkVBU09OX0FMUkVBRFlfUkVERUVNRUQQFhIbChdSRUFTT05fQVBQUk9WQUxfRVhQSVJFRBAXEhwKGFJFQVNPTl9BUFBST1ZBTF9NSVNNQVRDSBAYEhsKF1JFQVNPTl9BUFBST1ZBTF9JTlZBTElEEBkSFAoQUkVBU09OX0NPTVBMRVRFRBAaEhEKDVJFQVNPTl9GQUlMRUQQGxIdChlSRUFTT05fUVVFU1RJT05fTk9UX1BMQUlOEBwqfAoMRGVjaXNpb25LaW5kEh0KGURFQ0lTSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIXChNERUNJU0lPTl9LSU5EX0NIRUNLEAESGAoUREVDSVNJT05fS0lORF9SRURFRU0QAhIaChZERUNJU0lPTl9LSU5EX0NPTVBMRVRFEAMyjwMKBUd1YXJkEj4KBUNoZWNrEhkueWVzZ3VhcmQudjEuQ2hlY2tSZXF1ZXN0GhoueWVzZ3VhcmQudjEuQ2hlY2tSZXNwb25zZRJHCghDb21wbGV0ZRIcLnllc2d1YXJkLnYxLkNvbXBsZXRlUmVxdWVzdBodLnllc2d1YXJkLnYxLkNvbXBsZXRlUmVzcG9uc2USQQoGUmVkZWVtEhoueWVzZ3VhcmQudjEuUmVkZWVtUmVxdWVzdBobLnllc2d1YXJkLnYxLlJlZGVlbVJlc3BvbnNlElYKDUxpc3REZWNpc2lvbnMSIS55ZXNndWFyZC52MS5MaXN0RGVjaXNpb25zUmVxdWVzdBoiLnllc2d1YXJkLnYxLkxpc3REZWNpc2lvbnNSZXNwb25zZRJiChFQdWJsaXNoVHJhbnNjcmlwdBIlLnllc2d1YXJkLnYxLlB1Ymxpc2hUcmFuc2NyaXB0UmVxdWVzdBomLnllc2d1YXJkLnYxLlB1Ymxpc2hUcmFuc2NyaXB0UmVzcG9uc2VCO1o5Z2l0aHViLmNvbS95ZXNndWFyZC95ZXNndWFyZC9wcm90by95ZXNndWFyZC92MTt5ZXNndWFyZHYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chd5ZXNndWFyZC92MS9ndWFyZC5wcm90bxILeWVzZ3VhcmQudjEixAEKDENoZWNrUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSJQoEYXJncxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoLcmVzcG9uc2VfaWQYBCABKAkSGAoQcmVzcG9uZGluZ190b19tcxgFIAEoAxIUCgx0b29sX2NhbGxfaWQYBiABKAkSGAoQaW5jbHVkZV9ldmlkZW5jZRgHIAEoCBIPCgd3YWl0X21zGAggASgDItEDCg1DaGVja1Jlc3BvbnNlEhMKC2RlY2lzaW9uX2lkGAEgASgJEiUKB291dGNvbWUYAiABKA4yFC55ZXNndWFyZC52MS5PdXRjb21lEiMKBnJlYXNvbhgDIAEoDjITLnllc2d1YXJkLnYxLlJlYXNvbhIPCgdtZXNzYWdlGAQgASgJEicKCGV2aWRlbmNlGAUgASgLMhUueWVzZ3VhcmQudjEuRXZpZGVuY2USHAoUb3JpZ2luYWxfZGVjaXNpb25faWQYBiABKAkSMAoPb3JpZ2luYWxfcmVzdWx0GAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIRCgl3YWl0ZWRfbXMYCCABKAMSEAoIYXBwcm92YWwYCSABKAkSNwoTYXBwcm92YWxfZXhwaXJlc19hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGQoRcXVlc3Rpb25fc2VudGVuY2UYCyABKAkSEwoLYW5zd2VyX3RleHQYDCABKAkSDgoGZGV0YWlsGA0gASgJEhgKEG9yaWdpbmFsX3J1bm5pbmcYDiABKAgSHQoDYXNrGA8gASgLMhAueWVzZ3VhcmQudjEuQXNrIl0KA0FzaxIMCgR0ZXh0GAEgASgJEgwKBGxhbmcYAiABKAkSCgoCaWQYAyABKAkSLgoKZXhwaXJlc19hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiggEKD0NvbXBsZXRlUmVxdWVzdBITCgtkZWNpc2lvbl9pZBgBIAEoCRInCgZyZXN1bHQYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg4KBmZhaWxlZBgDIAEoCBIQCghhcHByb3ZhbBgEIAEoCRIPCgdyZWNlaXB0GAUgASgJIicKEENvbXBsZXRlUmVzcG9uc2USEwoLZGVjaXNpb25faWQYASABKAkiZwoNUmVkZWVtUmVxdWVzdBIQCghhcHByb3ZhbBgBIAEoCRIlCgRhcmdzGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIMCgR0b29sGAMgASgJEg8KB2NhbGxfaWQYBCABKAkikgIKDlJlZGVlbVJlc3BvbnNlEhMKC2RlY2lzaW9uX2lkGAEgASgJEiUKB291dGNvbWUYAiABKA4yFC55ZXNndWFyZC52MS5PdXRjb21lEiMKBnJlYXNvbhgDIAEoDjITLnllc2d1YXJkLnYxLlJlYXNvbhIPCgdtZXNzYWdlGAQgASgJEhsKE2FsbG93ZWRfZGVjaXNpb25faWQYBSABKAkSDwoHY2FsbF9pZBgGIAEoCRIMCgR0b29sGAcgASgJEhEKCWFyZ3NfaGFzaBgIIAEoCRIuCgpleHBpcmVzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdyZWNlaXB0GAogASgJIoIBChRMaXN0RGVjaXNpb25zUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhoKEmluY2x1ZGVfdHJhbnNjcmlwdBgEIAEoCBIWCg5pbmNsdWRlX2V2ZW50cxgFIAEoCCKtAQoVTGlzdERlY2lzaW9uc1Jlc3BvbnNlEigKCWRlY2lzaW9ucxgBIAMoCzIVLnllc2d1YXJkLnYxLkRlY2lzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIlCgp0cmFuc2NyaXB0GAMgAygLMhEueWVzZ3VhcmQudjEuVHVybhIqCgZldmVudHMYBCADKAsyGi55ZXNndWFyZC52MS5SZWNlaXZlZEV2ZW50Im0KDVJlY2VpdmVkRXZlbnQSKwoFZXZlbnQYASABKAsyHC55ZXNndWFyZC52MS5UcmFuc2NyaXB0RXZlbnQSLwoLcmVjZWl2ZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIp8ECghEZWNpc2lvbhITCgtkZWNpc2lvbl9pZBgBIAEoCRIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdjYWxsX2lkGAMgASgJEgwKBHRvb2wYBCABKAkSFAoMdG9vbF9jYWxsX2lkGAUgASgJEhMKC3Jlc3BvbnNlX2lkGAYgASgJEhEKCWFyZ3NfaGFzaBgHIAEoCRIlCgdvdXRjb21lGAggASgOMhQueWVzZ3VhcmQudjEuT3V0Y29tZRIjCgZyZWFzb24YCSABKA4yEy55ZXNndWFyZC52MS5SZWFzb24SDwoHbWVzc2FnZRgKIAEoCRInCghldmlkZW5jZRgLIAEoCzIVLnllc2d1YXJkLnYxLkV2aWRlbmNlEhEKCXdhaXRlZF9tcxgMIAEoAxIWCg5wb2xpY3lfdmVyc2lvbhgNIAEoCRIcChRvcmlnaW5hbF9kZWNpc2lvbl9pZBgOIAEoCRIMCgRhcmdzGA8gASgJEicKBGtpbmQYECABKA4yGS55ZXNndWFyZC52MS5EZWNpc2lvbktpbmQSFwoPYXBwcm92YWxfa2V5X2lkGBEgASgJEjcKE2FwcHJvdmFsX2V4cGlyZXNfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3JlcGxpY2EYEyABKAkSDgoGcmVzdWx0GBQgASgJIuUBCgRUdXJuEg8KB3NwZWFrZXIYASABKAkSDAoEdGV4dBgCIAEoCRIQCghzdGFydF9tcxgDIAEoAxIOCgZlbmRfbXMYBCABKAMSEQoJZmlyc3Rfc2VxGAUgASgEEhAKCGxhc3Rfc2VxGAYgASgEEgwKBGxhbmcYByABKAkSEwoLcmVzcG9uc2VfaWQYCCABKAkSEwoLaW50ZXJydXB0ZWQYCSABKAgSLwoLcmVjZWl2ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnNvdXJjZRgLIAEoCSI0CgVNYXRjaBIMCgRydWxlGAEgASgJEg8KB3BhdHRlcm4YAiABKAkSDAoEdGV4dBgDIAEoCSLxAQoIRXZpZGVuY2USIwoIcXVlc3Rpb24YASABKAsyES55ZXNndWFyZC52MS5UdXJuEhkKEXF1ZXN0aW9uX3NlbnRlbmNlGAIgASgJEiEKBmFuc3dlchgDIAEoCzIRLnllc2d1YXJkLnYxLlR1cm4SIwoHbWF0Y2hlcxgEIAMoCzISLnllc2d1YXJkLnYxLk1hdGNoEicKDHJlY2VudF90dXJucxgFIAMoCzIRLnllc2d1YXJkLnYxLlR1cm4SDAoEbGFuZxgGIAEoCRIOCgZkZXRhaWwYByABKAkSFgoOZ3VhcmRfcXVlc3Rpb24YCCABKAki+AEKD1RyYW5zY3JpcHRFdmVudBIPCgdjYWxsX2lkGAEgASgJEgsKA3NlcRgCIAEoBBIPCgdzcGVha2VyGAMgASgJEgwKBHR5cGUYBCABKAkSDAoEdGV4dBgFIAEoCRINCgVmaW5hbBgGIAEoCBIQCghzdGFydF9tcxgHIAEoAxIOCgZlbmRfbXMYCCABKAMSDAoEbGFuZxgJIAEoCRITCgtyZXNwb25zZV9pZBgKIAEoCRITCgtpbnRlcnJ1cHRlZBgLIAEoCBISCgpjb25maWRlbmNlGAwgASgBEg4KBnNvdXJjZRgNIAEoCRINCgVlcG9jaBgOIAEoBCJhChhQdWJsaXNoVHJhbnNjcmlwdFJlcXVlc3QSLAoGZXZlbnRzGAEgAygLMhwueWVzZ3VhcmQudjEuVHJhbnNjcmlwdEV2ZW50EhcKD2d1YXJkX3NlcXVlbmNlZBgCIAEoCCJSChlQdWJsaXNoVHJhbnNjcmlwdFJlc3BvbnNlEjUKBmV2ZW50cxgBIAMoCzIlLnllc2d1YXJkLnYxLlB1Ymxpc2hlZFRyYW5zY3JpcHRFdmVudCJtChhQdWJsaXNoZWRUcmFuc2NyaXB0RXZlbnQSDgoGc291cmNlGAEgASgJEg0KBWVwb2NoGAIgASgEEgsKA3NlcRgDIAEoBBISCgpzdHJlYW1fc2VxGAQgASgEEhEKCWR1cGxpY2F0ZRgFIAEoCCp1CgdPdXRjb21lEhcKE09VVENPTUVfVU5TUEVDSUZJRUQQABIRCg1PVVRDT01FX0FMTE9XEAESEgoOT1VUQ09NRV9SRUZVU0UQAhIVChFPVVRDT01FX0RVUExJQ0FURRADEhMKD09VVENPTUVfSUdOT1JFRBAEKvkFCgZSZWFzb24SFgoSUkVBU09OX1VOU1BFQ0lGSUVEEAASFAoQUkVBU09OX0NPTkZJUk1FRBABEh8KG1JFQVNPTl9FWFBMSUNJVF9JTlNUUlVDVElPThACEhcKE1JFQVNPTl9OT1RfUkVRVUlSRUQQAxIUChBSRUFTT05fTk9fQU5TV0VSEAQSHAoYUkVBU09OX0FHRU5UX1NQT0tFX0FGVEVSEAUSFAoQUkVBU09OX05PVF9QTEFJThAGEhIKDlJFQVNPTl9ORUdBVEVEEAcSFgoSUkVBU09OX05PX1FVRVNUSU9OEAgSGgoWUkVBU09OX0FDVElPTl9NSVNNQVRDSBAJEhwKGFJFQVNPTl9BUkdVTUVOVF9NSVNNQVRDSBAKEhAKDFJFQVNPTl9TVEFMRRALEhgKFFJFQVNPTl9FVklERU5DRV9VU0VEEAwSFAoQUkVBU09OX0RVUExJQ0FURRANEhoKFlJFQVNPTl9RVUFOVElUWV9SRVBFQVQQDhIXChNSRUFTT05fVU5LTk9XTl9DQUxMEA8SIQodUkVBU09OX1RSQU5TQ1JJUFRfVU5BVkFJTEFCTEUQEBIaChZSRUFTT05fQ0FMTEVSX1NQRUFLSU5HEBESEwoPUkVBU09OX0lOVEVSTkFMEBISHwobUkVBU09OX1VOU1VQUE9SVEVEX0xBTkdVQUdFEBMSGQoVUkVBU09OX1RSQU5TQ1JJUFRfR0FQEBQSEwoPUkVBU09OX1JFREVFTUVEEBUSGwoXUkVBU09OX0FMUkVBRFlfUkVERUVNRUQQFhIbChdSRUFTT05fQVBQUk9WQUxfRVhQSVJFRBAXEhwKGFJFQVNPTl9BUFBST1ZBTF9NSVNNQVRDSBAYEhsKF1JFQVNPTl9BUFBST1ZBTF9JTlZBTElEEBkSFAoQUkVBU09OX0NPTVBMRVRFRBAaEhEKDVJFQVNPTl9GQUlMRUQQGxIdChlSRUFTT05fUVVFU1RJT05fTk9UX1BMQUlOEBwqfAoMRGVjaXNpb25LaW5kEh0KGURFQ0lTSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIXChNERUNJU0lPTl9LSU5EX0NIRUNLEAESGAoUREVDSVNJT05fS0lORF9SRURFRU0QAhIaChZERUNJU0lPTl9LSU5EX0NPTVBMRVRFEAMyjwMKBUd1YXJkEj4KBUNoZWNrEhkueWVzZ3VhcmQudjEuQ2hlY2tSZXF1ZXN0GhoueWVzZ3VhcmQudjEuQ2hlY2tSZXNwb25zZRJHCghDb21wbGV0ZRIcLnllc2d1YXJkLnYxLkNvbXBsZXRlUmVxdWVzdBodLnllc2d1YXJkLnYxLkNvbXBsZXRlUmVzcG9uc2USQQoGUmVkZWVtEhoueWVzZ3VhcmQudjEuUmVkZWVtUmVxdWVzdBobLnllc2d1YXJkLnYxLlJlZGVlbVJlc3BvbnNlElYKDUxpc3REZWNpc2lvbnMSIS55ZXNndWFyZC52MS5MaXN0RGVjaXNpb25zUmVxdWVzdBoiLnllc2d1YXJkLnYxLkxpc3REZWNpc2lvbnNSZXNwb25zZRJiChFQdWJsaXNoVHJhbnNjcmlwdBIlLnllc2d1YXJkLnYxLlB1Ymxpc2hUcmFuc2NyaXB0UmVxdWVzdBomLnllc2d1YXJkLnYxLlB1Ymxpc2hUcmFuc2NyaXB0UmVzcG9uc2VCO1o5Z2l0aHViLmNvbS95ZXNndWFyZC95ZXNndWFyZC9wcm90by95ZXNndWFyZC92MTt5ZXNndWFyZHYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message yesguard.v1.CheckRequest
@@ -194,6 +194,18 @@ export type CheckResponse = Message<"yesguard.v1.CheckResponse"> & {
    * @generated from field: bool original_running = 14;
    */
   originalRunning: boolean;
+
+  /**
+   * REFUSE that a fresh question can mend (no question, a question not
+   * plain, an action or argument mismatch, an answer not plain, the agent
+   * spoke after, evidence used): the guard's own question, for the
+   * pipeline to speak through its TTS as the agent's turn. Unset where
+   * asking again cannot help (a negation, the caller still speaking, a
+   * duplicate).
+   *
+   * @generated from field: yesguard.v1.Ask ask = 15;
+   */
+  ask?: Ask | undefined;
 };
 
 /**
@@ -202,6 +214,52 @@ export type CheckResponse = Message<"yesguard.v1.CheckResponse"> & {
  */
 export const CheckResponseSchema: GenMessage<CheckResponse> = /*@__PURE__*/
   messageDesc(file_yesguard_v1_guard, 1);
+
+/**
+ * Ask is a question the guard issued: one short sentence in the call's
+ * language stating the tool's bound arguments as people say them. Spoken
+ * as the agent's turn (its text as written, or any text with id as the
+ * turn's response_id) and answered with a plain yes within its life, it is
+ * the question the yes answers.
+ *
+ * @generated from message yesguard.v1.Ask
+ */
+export type Ask = Message<"yesguard.v1.Ask"> & {
+  /**
+   * What to say.
+   *
+   * @generated from field: string text = 1;
+   */
+  text: string;
+
+  /**
+   * Its language (BCP-47).
+   *
+   * @generated from field: string lang = 2;
+   */
+  lang: string;
+
+  /**
+   * Names this ask; set it as the spoken turn's response_id.
+   *
+   * @generated from field: string id = 3;
+   */
+  id: string;
+
+  /**
+   * When the ask stops being recognised.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 4;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message yesguard.v1.Ask.
+ * Use `create(AskSchema)` to create a new message.
+ */
+export const AskSchema: GenMessage<Ask> = /*@__PURE__*/
+  messageDesc(file_yesguard_v1_guard, 2);
 
 /**
  * @generated from message yesguard.v1.CompleteRequest
@@ -256,7 +314,7 @@ export type CompleteRequest = Message<"yesguard.v1.CompleteRequest"> & {
  * Use `create(CompleteRequestSchema)` to create a new message.
  */
 export const CompleteRequestSchema: GenMessage<CompleteRequest> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 2);
+  messageDesc(file_yesguard_v1_guard, 3);
 
 /**
  * @generated from message yesguard.v1.CompleteResponse
@@ -275,7 +333,7 @@ export type CompleteResponse = Message<"yesguard.v1.CompleteResponse"> & {
  * Use `create(CompleteResponseSchema)` to create a new message.
  */
 export const CompleteResponseSchema: GenMessage<CompleteResponse> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 3);
+  messageDesc(file_yesguard_v1_guard, 4);
 
 /**
  * @generated from message yesguard.v1.RedeemRequest
@@ -318,7 +376,7 @@ export type RedeemRequest = Message<"yesguard.v1.RedeemRequest"> & {
  * Use `create(RedeemRequestSchema)` to create a new message.
  */
 export const RedeemRequestSchema: GenMessage<RedeemRequest> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 4);
+  messageDesc(file_yesguard_v1_guard, 5);
 
 /**
  * @generated from message yesguard.v1.RedeemResponse
@@ -397,7 +455,7 @@ export type RedeemResponse = Message<"yesguard.v1.RedeemResponse"> & {
  * Use `create(RedeemResponseSchema)` to create a new message.
  */
 export const RedeemResponseSchema: GenMessage<RedeemResponse> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 5);
+  messageDesc(file_yesguard_v1_guard, 6);
 
 /**
  * @generated from message yesguard.v1.ListDecisionsRequest
@@ -449,7 +507,7 @@ export type ListDecisionsRequest = Message<"yesguard.v1.ListDecisionsRequest"> &
  * Use `create(ListDecisionsRequestSchema)` to create a new message.
  */
 export const ListDecisionsRequestSchema: GenMessage<ListDecisionsRequest> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 6);
+  messageDesc(file_yesguard_v1_guard, 7);
 
 /**
  * @generated from message yesguard.v1.ListDecisionsResponse
@@ -490,7 +548,7 @@ export type ListDecisionsResponse = Message<"yesguard.v1.ListDecisionsResponse">
  * Use `create(ListDecisionsResponseSchema)` to create a new message.
  */
 export const ListDecisionsResponseSchema: GenMessage<ListDecisionsResponse> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 7);
+  messageDesc(file_yesguard_v1_guard, 8);
 
 /**
  * ReceivedEvent is one transcript event and when the transcript stream
@@ -515,7 +573,7 @@ export type ReceivedEvent = Message<"yesguard.v1.ReceivedEvent"> & {
  * Use `create(ReceivedEventSchema)` to create a new message.
  */
 export const ReceivedEventSchema: GenMessage<ReceivedEvent> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 8);
+  messageDesc(file_yesguard_v1_guard, 9);
 
 /**
  * Decision is the record of one Check: the evidence log line, the
@@ -647,7 +705,7 @@ export type Decision = Message<"yesguard.v1.Decision"> & {
  * Use `create(DecisionSchema)` to create a new message.
  */
 export const DecisionSchema: GenMessage<Decision> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 9);
+  messageDesc(file_yesguard_v1_guard, 10);
 
 /**
  * Turn is one speaker's words as the guard assembled them from final
@@ -727,7 +785,7 @@ export type Turn = Message<"yesguard.v1.Turn"> & {
  * Use `create(TurnSchema)` to create a new message.
  */
 export const TurnSchema: GenMessage<Turn> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 10);
+  messageDesc(file_yesguard_v1_guard, 11);
 
 /**
  * Match is one thing a rule found, or failed to find, in a turn.
@@ -765,7 +823,7 @@ export type Match = Message<"yesguard.v1.Match"> & {
  * Use `create(MatchSchema)` to create a new message.
  */
 export const MatchSchema: GenMessage<Match> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 11);
+  messageDesc(file_yesguard_v1_guard, 12);
 
 /**
  * Evidence is what a decision relied on.
@@ -821,6 +879,14 @@ export type Evidence = Message<"yesguard.v1.Evidence"> & {
    * @generated from field: string detail = 7;
    */
   detail: string;
+
+  /**
+   * The id of the guard's own question (Ask.id) when the question turn was
+   * one the guard issued on this call for this tool and these arguments.
+   *
+   * @generated from field: string guard_question = 8;
+   */
+  guardQuestion: string;
 };
 
 /**
@@ -828,7 +894,7 @@ export type Evidence = Message<"yesguard.v1.Evidence"> & {
  * Use `create(EvidenceSchema)` to create a new message.
  */
 export const EvidenceSchema: GenMessage<Evidence> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 12);
+  messageDesc(file_yesguard_v1_guard, 13);
 
 /**
  * TranscriptEvent documents the JSON object a pipeline publishes on NATS,
@@ -942,7 +1008,7 @@ export type TranscriptEvent = Message<"yesguard.v1.TranscriptEvent"> & {
  * Use `create(TranscriptEventSchema)` to create a new message.
  */
 export const TranscriptEventSchema: GenMessage<TranscriptEvent> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 13);
+  messageDesc(file_yesguard_v1_guard, 14);
 
 /**
  * PublishTranscriptRequest is a batch of events, stored in their order.
@@ -978,7 +1044,7 @@ export type PublishTranscriptRequest = Message<"yesguard.v1.PublishTranscriptReq
  * Use `create(PublishTranscriptRequestSchema)` to create a new message.
  */
 export const PublishTranscriptRequestSchema: GenMessage<PublishTranscriptRequest> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 14);
+  messageDesc(file_yesguard_v1_guard, 15);
 
 /**
  * @generated from message yesguard.v1.PublishTranscriptResponse
@@ -997,7 +1063,7 @@ export type PublishTranscriptResponse = Message<"yesguard.v1.PublishTranscriptRe
  * Use `create(PublishTranscriptResponseSchema)` to create a new message.
  */
 export const PublishTranscriptResponseSchema: GenMessage<PublishTranscriptResponse> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 15);
+  messageDesc(file_yesguard_v1_guard, 16);
 
 /**
  * PublishedTranscriptEvent is where the stream stored one event.
@@ -1043,7 +1109,7 @@ export type PublishedTranscriptEvent = Message<"yesguard.v1.PublishedTranscriptE
  * Use `create(PublishedTranscriptEventSchema)` to create a new message.
  */
 export const PublishedTranscriptEventSchema: GenMessage<PublishedTranscriptEvent> = /*@__PURE__*/
-  messageDesc(file_yesguard_v1_guard, 16);
+  messageDesc(file_yesguard_v1_guard, 17);
 
 /**
  * Outcome is what the pipeline does with the tool call.
