@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/yesguard/yesguard/ask"
+	"github.com/yesguard/yesguard/internal/ask"
 )
 
 var currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/yesguard/yesguard/ask"
+	"github.com/yesguard/yesguard/internal/ask"
 )
 
 // Prompt writes what to put in the model's instructions for the policy's

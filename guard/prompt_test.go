@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/yesguard/yesguard/ask"
+	"github.com/yesguard/yesguard/internal/ask"
 )
 
 func TestPrompt(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/yesguard/yesguard/ask"
+	"github.com/yesguard/yesguard/internal/ask"
 	"github.com/yesguard/yesguard/guard"
 )
 
