@@ -79,6 +79,52 @@ func (ca *callArgs) wordsIn(l *Locale) [][]string {
 	return ws
 }
 
+// inIDPhrase reports whether value h of s is the number of a plain
+// phrase that labels an identifier ("the card ending in #", "order #"):
+// it is compared only with a string argument of as many digits
+// (comparesNumber), never with an amount.
+func (l *Locale) inIDPhrase(s Sentence, h valueHit, ca *callArgs) bool {
+	if h.kind != ValueNumber {
+		return false
+	}
+	for _, sp := range l.plainWords.find(s.Tokens) {
+		if sp.start <= h.start && h.end <= sp.end && slices.ContainsFunc(sp.p.elems, func(e element) bool { return e.number }) {
+			return !ca.digitArg(l, s.Tokens[h.start])
+		}
+	}
+	return false
+}
+
+// comparesNumber reports whether a number the turn states as tok is
+// compared with the call's arguments: the call has a number argument, or
+// tok is a figure and a string argument holds one ("17" against "71 Elm
+// Street", "4321" against a card's "1234").
+func (ca *callArgs) comparesNumber(l *Locale, tok string) bool {
+	for _, a := range ca.vals {
+		if a.Kind == ArgNumber {
+			return true
+		}
+	}
+	return ca.digitArg(l, tok)
+}
+
+// digitArg reports whether tok is written in figures and the call has a
+// string argument that is no date or time ("A-17", "71 Elm Street", an
+// address): a figure the turn states may then be that argument's, and is
+// held to it. Only a call whose arguments are dates and times alone
+// leaves a figure free ("a table for 4").
+func (ca *callArgs) digitArg(l *Locale, tok string) bool {
+	if !isDigits(tok) {
+		return false
+	}
+	for i, a := range ca.list {
+		if _, isStr := a.Value.(string); isStr && !slices.Contains(ca.at, i) {
+			return true
+		}
+	}
+	return false
+}
+
 // holdsWord reports whether a string argument holds tok as one of its
 // words ("4471" of "A-4471").
 func (ca *callArgs) holdsWord(l *Locale, tok string) bool {
@@ -138,7 +184,11 @@ func (l *Locale) readValuesOnce(s Sentence, ca *callArgs) (hits []valueHit, stat
 	hits = make([]valueHit, len(vals))
 	for j, v := range vals {
 		h := valueHit{start: v.Start, end: v.End, text: v.Text, kind: v.Kind, stray: j >= 64 || m.Stray&(1<<j) != 0}
-		if h.stray && v.Kind == ValueNumber && v.End-v.Start == 1 && ca.holdsWord(l, s.Tokens[v.Start]) {
+		if h.stray && v.Kind == ValueNumber && v.End-v.Start == 1 && (ca.holdsWord(l, s.Tokens[v.Start]) || !ca.comparesNumber(l, s.Tokens[v.Start])) {
+			// A number that is a word of a string argument ("claim
+			// 4471" for "A-4471") states it; one that no argument of
+			// the call could hold ("for four people", "2 photos" on a
+			// call with an id) is free.
 			h.stray = false
 		}
 		l.widenValue(s, &h, ca)
@@ -365,4 +415,88 @@ func TokenSet(t Text) map[string]bool {
 		}
 	}
 	return out
+}
+
+// valueClass is what kind of argument a value may be the value of.
+type valueClass uint8
+
+const (
+	classNumber valueClass = 1 << iota // amounts and numbers
+	classDate
+	classTime
+)
+
+// classOf returns the argument classes a value may state.
+func classOf(k ValueKind) valueClass {
+	switch k {
+	case ValueNumber, ValueAmount:
+		return classNumber
+	case ValueDate, ValueRelative:
+		return classDate
+	case ValueTime:
+		return classTime
+	case ValueDateTime:
+		return classDate | classTime
+	}
+	return 0
+}
+
+// classes returns the classes of the call's arguments that values are
+// compared with.
+func (ca *callArgs) classes() valueClass {
+	var c valueClass
+	for _, a := range ca.vals {
+		switch a.Kind {
+		case ArgNumber:
+			c |= classNumber
+		case ArgDate:
+			c |= classDate
+		case ArgTime:
+			c |= classTime
+		case ArgDateTime:
+			c |= classDate | classTime
+		}
+	}
+	return c
+}
+
+// turnValues applies the value rule to the agent's turn t, whose
+// question is at index qi and whose proposal is in said (the question
+// and the sentence it points back to): every bound argument is stated in
+// said or in a sentence before the question, and every value a sentence
+// before it states for an argument of the call is the call's, unless
+// said states a value of that kind itself and so picks one ("Your last
+// bill was $64 and this one is $71.25. Shall I pay the $71.25?"). A
+// sentence that tells of something done ("Your last payment was $64.")
+// states nothing the question proposes, and is passed over.
+func (l *Locale) turnValues(t Text, qi int, said []Sentence, ca *callArgs, bind []string) (string, bool) {
+	var picked valueClass
+	for _, s := range said {
+		hits, _ := l.readValues(s, ca)
+		for _, h := range hits {
+			if !h.stray {
+				picked |= classOf(h.kind)
+			}
+		}
+	}
+	compared := ca.classes()
+	all := append([]Sentence(nil), said...)
+	for i := 0; i < qi && i < len(t.Sentences); i++ {
+		s := t.Sentences[i]
+		if slices.ContainsFunc(said, func(x Sentence) bool { return x.Raw == s.Raw && len(x.Tokens) == len(s.Tokens) }) || l.recap(s) {
+			continue
+		}
+		hits, _ := l.readValues(s, ca)
+		for _, h := range hits {
+			// A relative date ("tomorrow morning") says nothing this
+			// rule can hold to the call's dates; in the question itself
+			// it stays stray (read).
+			c := classOf(h.kind)
+			if h.stray && h.kind != ValueRelative && c&compared != 0 && c&picked == 0 && !l.inIDPhrase(s, h, ca) {
+				return "the turn states " + strconv.Quote(h.text) + " (" + strconv.Quote(unmark(s.Raw)) + "), which is none of the call's arguments, and the question does not say which value it proposes", false
+			}
+		}
+		all = append(all, s)
+	}
+	return l.boundStated(all, ca, bind)
 }

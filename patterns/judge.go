@@ -180,14 +180,8 @@ func Judge(in Input) Verdict {
 		v.Unexplained = p.unexplained
 		return v.with(p.outcome, p.detail)
 	}
-	if detail, ok := qLoc.boundStated(p.stated, ca, in.Bind); !ok {
-		s, plain := qLoc.valuesBefore(qText, p.before, qTool, ca)
-		if !plain {
-			return v.with(ArgumentMismatch, detail)
-		}
-		if detail, ok := qLoc.boundStated(append(p.stated, s), ca, in.Bind); !ok {
-			return v.with(ArgumentMismatch, detail)
-		}
+	if detail, ok := qLoc.turnValues(qText, q.Index, p.stated, ca, in.Bind); !ok {
+		return v.with(ArgumentMismatch, detail)
 	}
 	return v.with(Confirmed, "plain yes "+strconv.Quote(in.Answer.Text)+" to "+strconv.Quote(q.Sentence.Raw))
 }

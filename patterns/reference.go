@@ -409,12 +409,9 @@ type proposed struct {
 	detail      string
 	matches     []Match
 	unexplained []string
-	// stated are the sentences the bound values must be stated in: the
-	// question and the sentence it points back to; before is the index of
-	// the sentence before them (-1: none) when a pronoun points there,
-	// where they may be stated too (valuesBefore).
+	// stated are the question and the sentence it points back to: what
+	// the proposal says (turnValues reads the rest of the turn).
 	stated []Sentence
-	before int
 }
 
 func (p proposed) fail(o Outcome, detail string) proposed {
@@ -448,7 +445,7 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) propose
 		return p.fail(fail.outcome, fail.detail)
 	}
 	p.stated = append(p.stated, q.Sentence)
-	from, back := q.Index, l.pointsBack(&qr)
+
 	switch ref.Kind {
 	case RefVerb, RefObject:
 		if qr.sharedOnly && !qr.namesTarget() {
@@ -483,41 +480,25 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) propose
 				return p.fail(ActionMismatch, "the turn names a verb another action shares, and never what this action acts on")
 			}
 			p.stated = append(p.stated, s)
-			from, back = i, l.pointsBack(&pr)
 		}
 	}
-	p.before = -1
-	if back {
-		// "Your balance is $120.50. Shall I pay *it*?": the pronoun
-		// points to the sentence before, where the values may be
-		// stated. "The last payment was $64. Shall I pay the bill?"
-		// points nowhere.
-		p.before = l.previousContent(t, from, tool)
+	// What the turn says after its question may take it back or qualify
+	// it ("Shall I cancel the order? Actually, hold on, let me first
+	// check whether it has shipped."): an operator there refuses too.
+	for i := q.Index + 1; i < len(t.Sentences); i++ {
+		s := t.Sentences[i]
+		if l.filler(s) {
+			continue
+		}
+		// A statement after it may negate a fact ("There's no fee for
+		// it."): a negation there takes nothing back; the other classes
+		// do.
+		if after := l.read(s, tool, args, true); after.operatorClass != "" && after.operatorClass != "negation" {
+			p.unexplained = after.unexplainedWords()
+			return p.fail(QuestionNotPlain, "after the question the turn says "+strconv.Quote(s.Raw)+", which "+operatorPhrase(after.operatorClass))
+		}
 	}
 	return p
-}
-
-// valuesBefore returns the sentence before the proposal, at index i, when
-// a bound value may be stated there instead: "Your balance is $120.50.
-// Shall I pay it?". It must state values and be plain itself.
-func (l *Locale) valuesBefore(t Text, i int, tool Tool, args *callArgs) (Sentence, bool) {
-	if i < 0 {
-		return Sentence{}, false
-	}
-	s := t.Sentences[i]
-	if l.recap(s) {
-		// "Your last payment was $64.": what was done or was due is not
-		// what the question proposes.
-		return Sentence{}, false
-	}
-	vr := l.read(s, tool, args, true)
-	if len(vr.values) == 0 && len(vr.strays) == 0 {
-		return Sentence{}, false
-	}
-	if _, bad := l.notPlain(&vr, false); bad {
-		return Sentence{}, false
-	}
-	return s, true
 }
 
 // notPlain judges a reading: its unexplained words, its stray values and,
@@ -595,17 +576,6 @@ func (l *Locale) pointedTo(t Text, qi int, tool Tool) (int, RefKind) {
 		}
 	}
 	return -1, RefNone
-}
-
-// previousContent returns the nearest sentence before index i that is not
-// filler, or -1.
-func (l *Locale) previousContent(t Text, i int, tool Tool) int {
-	for k := i - 1; k >= 0; k-- {
-		if !l.filler(t.Sentences[k]) {
-			return k
-		}
-	}
-	return -1
 }
 
 // turnNamesObject reports whether a sentence of t before index qi names
