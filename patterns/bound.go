@@ -118,7 +118,36 @@ func (ca *callArgs) digitArg(l *Locale, tok string) bool {
 		return false
 	}
 	for i, a := range ca.list {
-		if _, isStr := a.Value.(string); isStr && !slices.Contains(ca.at, i) {
+		str, isStr := a.Value.(string)
+		if !isStr {
+			continue
+		}
+		// A string of figures alone ("1234", the last digits of a card)
+		// is one too, though the guard reads it as a number; an amount
+		// ("75.00"), a date or a time is not.
+		if j := slices.Index(ca.at, i); j < 0 || isDigits(strings.TrimSpace(str)) {
+			return true
+		}
+	}
+	return false
+}
+
+// timeArg reports whether a reading of v's time is a time argument's.
+func (ca *callArgs) timeArg(v Value) bool {
+	t1, t2 := v.timeReadings()
+	for _, a := range ca.vals {
+		if a.Kind == ArgTime && (timeIs(t1, a) || timeIs(t2, a)) {
+			return true
+		}
+	}
+	return false
+}
+
+// wordsArg reports whether toks are a string argument's words, all of
+// them and nothing else.
+func (ca *callArgs) wordsArg(l *Locale, toks []string) bool {
+	for i, ws := range ca.wordsIn(l) {
+		if len(ws) > 0 && !slices.Contains(ca.at, i) && slices.Equal(ws, toks) {
 			return true
 		}
 	}
@@ -192,6 +221,21 @@ func (l *Locale) readValuesOnce(s Sentence, ca *callArgs) (hits []valueHit, stat
 			h.stray = false
 		}
 		l.widenValue(s, &h, ca)
+		// A value said in a string argument's own words ("Tuesday" for
+		// {"day": "tuesday"}) states it.
+		if h.stray && ca.wordsArg(l, s.Tokens[h.start:h.end]) {
+			h.stray = false
+		}
+		// "Tuesday at 3pm" for {"day": "tuesday", "time": "15:00"}: the
+		// day in the argument's words, the time the call's.
+		if h.stray && v.Kind == ValueDateTime && ca.timeArg(v) {
+			for k := h.start + 1; k < h.end; k++ {
+				if ca.wordsArg(l, s.Tokens[h.start:k]) {
+					h.stray = false
+					break
+				}
+			}
+		}
 		hits[j] = h
 	}
 	return hits, stated
@@ -492,11 +536,108 @@ func (l *Locale) turnValues(t Text, qi int, said []Sentence, ca *callArgs, bind 
 			// rule can hold to the call's dates; in the question itself
 			// it stays stray (read).
 			c := classOf(h.kind)
-			if h.stray && h.kind != ValueRelative && c&compared != 0 && c&picked == 0 && !l.inIDPhrase(s, h, ca) {
+			cmp := compared
+			if h.kind == ValueNumber && h.end-h.start == 1 && ca.digitArg(l, s.Tokens[h.start]) {
+				cmp |= classNumber // a figure may be an id's, an address's
+			}
+			if h.stray && h.kind != ValueRelative && c&cmp != 0 && c&picked == 0 && !l.inIDPhrase(s, h, ca) {
 				return "the turn states " + strconv.Quote(h.text) + " (" + strconv.Quote(unmark(s.Raw)) + "), which is none of the call's arguments, and the question does not say which value it proposes", false
 			}
 		}
 		all = append(all, s)
 	}
+	for _, s := range all {
+		if detail, ok := l.namesAgree(s, ca); !ok {
+			return detail, false
+		}
+	}
+	if detail, ok := l.oneOfTwo(all[len(said):], said, ca); !ok {
+		return detail, false
+	}
 	return l.boundStated(all, ca, bind)
+}
+
+// oneOfTwo finds a string argument's word joined to another by a list
+// conjunction in a sentence before the question ("the phone number and
+// the email", "o celular e o e-mail"): two values for one argument, which
+// the question must pick by naming the call's.
+func (l *Locale) oneOfTwo(before, said []Sentence, ca *callArgs) (string, bool) {
+	for i, ws := range ca.wordsIn(l) {
+		if len(ws) != 1 || slices.Contains(ca.at, i) || !l.contentWord(ws[0], &Action{}) {
+			continue
+		}
+		w := ws[0]
+		picked := slices.ContainsFunc(said, func(s Sentence) bool { return slices.Contains(s.Tokens, w) })
+		if picked {
+			continue
+		}
+		for _, s := range before {
+			toks := s.Tokens
+			for k, tok := range toks {
+				if tok != w {
+					continue
+				}
+				for _, dir := range []int{1, -1} {
+					j := k + dir
+					if dir < 0 {
+						for j >= 0 && l.determiners[toks[j]] {
+							j--
+						}
+					}
+					if j < 0 || j >= len(toks) || !l.listConjunctionAt(toks, j) {
+						continue
+					}
+					j += dir
+					for j >= 0 && j < len(toks) && l.determiners[toks[j]] {
+						j += dir
+					}
+					if j >= 0 && j < len(toks) && toks[j] != w && l.contentWord(toks[j], &Action{}) {
+						return "the turn names " + strconv.Quote(w) + " and " + strconv.Quote(toks[j]) + " (" + strconv.Quote(unmark(s.Raw)) + "), and the question does not say which is the call's " + ca.list[i].Name, false
+					}
+				}
+			}
+		}
+	}
+	return "", true
+}
+
+// namesAgree holds the words said next to a string argument's to the
+// argument: where the turn says the first word of an argument of two
+// words or more, a content word after it must be its second ("Julia
+// *Serna*" for "Julia Sierra", "Dr. *Marsh*" for "Dr. Haddad", "Milano
+// *Porta* Garibaldi" for "Milano Centrale"), and where it says the last
+// word, a content word before it must be the one before that.
+func (l *Locale) namesAgree(s Sentence, ca *callArgs) (string, bool) {
+	toks := s.Tokens
+	content := func(k int) bool {
+		return k >= 0 && k < len(toks) && !slices.Contains(s.Breaks, k) && !isDigits(toks[k]) && l.contentWord(toks[k], &Action{})
+	}
+	for i, ws := range ca.wordsIn(l) {
+		if len(ws) < 2 || slices.Contains(ca.at, i) {
+			continue
+		}
+		first, last := ws[0], ws[len(ws)-1]
+		if !l.contentWord(first, &Action{}) && !l.titleWord(first) {
+			continue
+		}
+		for k, tok := range toks {
+			bad := ""
+			if tok == first && content(k+1) && toks[k+1] != ws[1] {
+				bad = toks[k+1]
+			}
+			if tok == last && l.contentWord(last, &Action{}) && content(k-1) && !slices.Contains(s.Breaks, k) && toks[k-1] != ws[len(ws)-2] {
+				bad = toks[k-1]
+			}
+			if bad != "" {
+				return "the turn says " + strconv.Quote(bad) + " next to " + strconv.Quote(tok) + " (" + strconv.Quote(unmark(s.Raw)) + "), but the call's " + ca.list[i].Name + " is " + argString(ca.list[i].Value), false
+			}
+		}
+	}
+	return "", true
+}
+
+// titleWord reports whether w is one of the locale's titles ("dr").
+func (l *Locale) titleWord(w string) bool {
+	sp, ok := l.titles.startsWith([]string{w})
+	return ok && sp.end == 1
 }

@@ -170,6 +170,11 @@ type File struct {
 	// NameParticles stand inside a name after a title ("Maria *de*
 	// Vries", "Tomás *dos* Santos"), before a capitalised word.
 	NameParticles []string `yaml:"name_particles"`
+	// MindFrames ask whether the caller minds ("would you mind if I"): a
+	// yes to one says they do, and only a no that says go ahead
+	// (MindConsents: "not at all", "go ahead") consents.
+	MindFrames   []string `yaml:"mind_frames"`
+	MindConsents []string `yaml:"mind_consents"`
 	// Descriptors may modify the action's noun, before or after it: they
 	// say which thing ("the next available appointment", "il primo
 	// appuntamento libero"), never what is done to it.
@@ -354,7 +359,7 @@ type Locale struct {
 	// class of each; harmless, freePrepositions, listConjunctions as in
 	// File; linkingDeterminers as a set.
 	operators, harmless, freePrepositions, listConjunctions phraseList
-	notModifierPhrases                                      phraseList
+	notModifierPhrases, mindFrames, mindConsents            phraseList
 	weakConjunctions                                        map[string]bool
 	infinitiveEndings                                       []string
 	operatorClass                                           map[*phrase]string
@@ -554,6 +559,8 @@ func (f *File) Validate(lang string) error {
 		"list_conjunctions":             f.ListConjunctions,
 		"linking_determiners":           f.LinkingDeterminers,
 		"descriptors":                   f.Descriptors,
+		"mind_frames":                   f.MindFrames,
+		"mind_consents":                 f.MindConsents,
 		"name_particles":                f.NameParticles,
 		"weak_conjunctions":             f.WeakConjunctions,
 		"infinitive_endings":            f.InfinitiveEndings,
@@ -743,6 +750,8 @@ func compileLocale(f *File) *Locale {
 		}
 	}
 	l.harmless = c(f.Harmless)
+	l.mindFrames = c(f.MindFrames)
+	l.mindConsents = c(f.MindConsents)
 	l.freePrepositions = c(f.FreePrepositions)
 	l.listConjunctions = c(f.ListConjunctions)
 	l.linkingDeterminers = map[string]bool{}
@@ -864,7 +873,7 @@ func (f *File) lists() [][]string {
 		f.ConfirmRequests, f.QuestionStarts, f.Proceed, f.ConfirmVerbs, f.BackReferences, f.OpenQuestions,
 		f.SideClauses, f.Alternatives, f.Conjunctions, f.Prepositions, f.Frames, f.Tags, f.PlainWords,
 		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.PlacePrepositions, f.InsteadOfWaiting, f.Pronouns, f.Determiners, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers, f.WhenLinks,
-		f.Harmless, f.FreePrepositions, f.ListConjunctions, f.LinkingDeterminers, f.Descriptors, f.NameParticles, f.WeakConjunctions, f.operatorPhrases()}
+		f.Harmless, f.FreePrepositions, f.ListConjunctions, f.LinkingDeterminers, f.Descriptors, f.NameParticles, f.WeakConjunctions, f.MindFrames, f.MindConsents, f.operatorPhrases()}
 }
 
 // OperatorClasses are the classes of File.Operators, in the order a

@@ -274,8 +274,10 @@ type reading struct {
 	// operator (structure): they need no explaining.
 	free []bool
 	// operatorClass names the class of the first operator found ("" for
-	// none).
+	// none); changed: one of them makes the action another
+	// (action_changer).
 	operatorClass string
+	changed       bool
 }
 
 // read reads sentence s as a proposal of tool's action, with the call's
@@ -430,6 +432,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 			}
 		}
 	}
+	markSpans(spans.find(&l.mindFrames), roleFrame)
 	markSpans(spans.find(&l.frames), roleFrame)
 	markSpans(spans.find(&l.harmless), rolePlain)
 	markSpans(proceeds, roleProceed)

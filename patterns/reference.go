@@ -428,7 +428,7 @@ func (p proposed) fail(o Outcome, detail string) proposed {
 // objects with their determiners, the call's values, and the locale's
 // harmless words. Another verb, a negation, an alternative, a time or
 // purpose clause or another number is unexplained, and refuses.
-func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) proposed {
+func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs, bind []string) proposed {
 	var p proposed
 	ref := l.Refers(q.Sentence, tool.Action, tool.Others)
 	p.matches = ref.Matches
@@ -451,7 +451,7 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) propose
 		if qr.sharedOnly && !qr.namesTarget() {
 			// "Shall I cancel it?" with two tools that cancel: the turn
 			// must name this one's object.
-			if !l.turnNamesObject(t, q.Index, tool) {
+			if !l.turnNamesObject(t, q.Index, tool) && !l.turnStatesCall(t, q.Index, tool, args, bind) {
 				return p.fail(ActionMismatch, "the question "+quoted()+" names a verb another action shares, and the turn never names what this action acts on")
 			}
 		}
@@ -476,10 +476,27 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) propose
 				p.unexplained = fail.unexplained
 				return p.fail(fail.outcome, "the question "+quoted()+" points back to "+strconv.Quote(s.Raw)+": "+fail.detail)
 			}
-			if pr.sharedOnly && !pr.namesTarget() && !qr.namesTarget() {
+			if pr.sharedOnly && !pr.namesTarget() && !qr.namesTarget() && !l.turnStatesCall(t, q.Index, tool, args, bind) {
 				return p.fail(ActionMismatch, "the turn names a verb another action shares, and never what this action acts on")
 			}
 			p.stated = append(p.stated, s)
+		}
+	}
+	// A sentence before the question that names this action may make it
+	// another one, which the question then asks about ("I can put you on
+	// the waiting list for three. Shall I?"): an action changer there
+	// refuses.
+	for i := 0; i < q.Index; i++ {
+		s := t.Sentences[i]
+		if l.recap(s) {
+			continue
+		}
+		if k := l.Refers(s, tool.Action, tool.Others).Kind; k != RefVerb && k != RefObject {
+			continue
+		}
+		if before := l.read(s, tool, args, true); before.changed {
+			p.unexplained = before.unexplainedWords()
+			return p.fail(QuestionNotPlain, "the turn says "+strconv.Quote(s.Raw)+" before the question, which "+operatorPhrase("action_changer"))
 		}
 	}
 	// What the turn says after its question may take it back or qualify
@@ -593,6 +610,25 @@ func (l *Locale) turnNamesObject(t Text, qi int, tool Tool) bool {
 		}
 	}
 	return false
+}
+
+// turnStatesCall reports whether the turn up to its question at qi says
+// which thing a verb several tools share acts on by the call's own
+// values: the call binds arguments and the turn states each ("Tuesday
+// the 8th at two with Dr. Haddad. Shall I book it?"), and no sentence
+// names what a tool sharing the verb acts on.
+func (l *Locale) turnStatesCall(t Text, qi int, tool Tool, args *callArgs, bind []string) bool {
+	if len(bind) == 0 || qi >= len(t.Sentences) {
+		return false
+	}
+	said := t.Sentences[:qi+1]
+	for _, s := range said {
+		if len(tool.Action.rivals.find(s.Tokens)) > 0 {
+			return false
+		}
+	}
+	_, ok := l.boundStated(said, args, bind)
+	return ok
 }
 
 // filler reports whether every word of s is a filler, a plain word or a

@@ -311,8 +311,14 @@ func (l *Locale) operatorsIn(r *reading, tool Tool, spans *spanArena, statement 
 				r.free[k] = false
 			}
 		}
-		if r.operatorClass == "" {
+		// The first class found names the refusal, a negation only when
+		// nothing else is there (it takes nothing back after the
+		// question: reference.go).
+		if r.operatorClass == "" || r.operatorClass == "negation" {
 			r.operatorClass = class
+		}
+		if class == "action_changer" {
+			r.changed = true
 		}
 	}
 	for _, sp := range spans.find(&l.operators) {
