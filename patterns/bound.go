@@ -588,7 +588,9 @@ func (l *Locale) oneOfTwo(before, said []Sentence, ca *callArgs) (string, bool) 
 						continue
 					}
 					j += dir
-					for j >= 0 && j < len(toks) && l.determiners[toks[j]] {
+					// Past determiners and the first letter of a written
+					// compound ("o *e*-mail").
+					for j >= 0 && j < len(toks) && (l.determiners[toks[j]] || len(toks[j]) == 1) {
 						j += dir
 					}
 					if j >= 0 && j < len(toks) && toks[j] != w && l.contentWord(toks[j], &Action{}) {
