@@ -44,6 +44,13 @@ func TestHeldOutBlind3(t *testing.T) {
 	forEachCorpus(t, "testdata/heldout3", false, heldOutRunner("blind3"))
 }
 
+// TestHeldOutBlind4 measures the judge on the fourth blind set: recaps and
+// questions in the style of realtime LLM agents, six domains, values in
+// words, written without reading the rules (testdata/heldout4/README.md).
+func TestHeldOutBlind4(t *testing.T) {
+	forEachCorpus(t, "testdata/heldout4", false, heldOutRunner("blind4"))
+}
+
 // heldOutRunner runs one held-out file, printing its figures after label.
 func heldOutRunner(label string) func(*testing.T, string, *patterns.Set) {
 	return func(t *testing.T, path string, locs *patterns.Set) { runHeldOut(t, label, path, locs) }

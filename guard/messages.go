@@ -23,11 +23,10 @@ func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool string, 
 	// ask is built only for the refusals that use it.
 	ask := func() string {
 		p := say()
-		example := p.example
-		if example == "" {
-			example = "Shall I " + p.action + "?"
+		if p.example == "" {
+			return "Ask the caller plainly, in their language, whether to " + p.action + ", wait for their answer, and call " + tool + " only after a clear yes."
 		}
-		return "Ask the caller plainly whether to " + p.action + " (for example \"" + example + "\"), wait for their answer, and call " + tool + " only after a clear yes."
+		return "Ask the caller plainly whether to " + p.action + " (for example \"" + p.example + "\"), wait for their answer, and call " + tool + " only after a clear yes."
 	}
 	switch reason {
 	case yesguardv1.Reason_REASON_CONFIRMED:
@@ -53,7 +52,7 @@ func message(outcome yesguardv1.Outcome, reason yesguardv1.Reason, tool string, 
 	case yesguardv1.Reason_REASON_ACTION_MISMATCH:
 		return fmt.Sprintf("The caller's yes answered a question about something else (%s), not about this action. %s", detail, ask())
 	case yesguardv1.Reason_REASON_ARGUMENT_MISMATCH:
-		return fmt.Sprintf("Your question did not state %s. Ask again stating exactly what you will do, wait for a clear yes, then call %s with the same details.", detail, tool)
+		return fmt.Sprintf("The values in your turn do not match this call (%s). Ask again stating exactly the values you will use, and no other, wait for a clear yes, then call %s with those same values.", detail, tool)
 	case yesguardv1.Reason_REASON_STALE:
 		return "The caller's yes is too old to rely on. " + ask()
 	case yesguardv1.Reason_REASON_EVIDENCE_USED:

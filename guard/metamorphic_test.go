@@ -117,6 +117,22 @@ var metaGenerators = []metaGenerator{
 	{name: "instruction_other_verb", want: "refuse"},
 	{name: "instruction_hedged", want: "refuse"},
 	{name: "container", want: "refuse"},
+	// The structure-and-operators rule, tested both ways: words that
+	// change the action in its slot, an operator of each class at each
+	// position, and every stated argument perturbed must refuse; names,
+	// titles, items, places, polite modality, confirm openers and recaps
+	// in the free slots must not.
+	{name: "action_modifier", want: "refuse"},
+	{name: "op_condition", want: "refuse"},
+	{name: "op_embedding", want: "refuse"},
+	{name: "op_hedge", want: "refuse"},
+	{name: "op_retraction", want: "refuse"},
+	{name: "op_deferral", want: "refuse"},
+	{name: "op_negation", want: "refuse"},
+	{name: "op_alternative", want: "refuse"},
+	{name: "op_other_tool", want: "refuse"},
+	{name: "perturb_value", want: "refuse"},
+	{name: "perturb_arg", want: "refuse"},
 	{name: "hedge", want: "refuse"},
 	{name: "backchannel", want: "refuse"},
 	{name: "take_back", want: "refuse"},
@@ -136,6 +152,12 @@ var metaGenerators = []metaGenerator{
 	{name: "possessive_date", want: "allow"},
 	{name: "instruction", want: "allow"},
 	{name: "own_object", want: "allow"},
+	{name: "free_party", want: "allow"},
+	{name: "free_items", want: "allow"},
+	{name: "free_recap", want: "allow"},
+	{name: "polite_modality", want: "allow"},
+	{name: "confirm_opener", want: "allow"},
+	{name: "value_before", want: "allow"},
 }
 
 // asrGenerator is the one generator with no templates: it rewrites both
@@ -164,6 +186,11 @@ type metaFile struct {
 	// "?" ("shall I", "..., right"); the asr generator rewrites only such
 	// questions, and those that never had a "?".
 	AsrQuestions []string `yaml:"asr_questions"`
+	// ActionModifiers are words no locale lists that, before or after the
+	// action's noun, make it another action ("a sample refund", "la
+	// reserva provisional"), for {mod}; written as the frames' mod_np
+	// phrases need them (de "vorläufige" + "n").
+	ActionModifiers []string `yaml:"action_modifiers"`
 	// Tools: per tool of the corpora, the phrases templates fill in.
 	Tools map[string]metaTool `yaml:"tools"`
 	// Generators: per generator name, templates for the last agent turn
@@ -224,6 +251,8 @@ func (mt *metaTemplate) UnmarshalYAML(n *yaml.Node) error {
 var metaBuiltins = map[string]bool{
 	"turn": true, "pre": true, "ctx": true, "q": true, "q_open": true, "post": true,
 	"value": true, "amount2": true, "untimed": true,
+	"value_off": true, "turn_value_off": true, "turn_arg_off": true, "mod": true,
+	"arg": true, "arg_off": true,
 	"yes": true, "yes_head": true, "yes_tail": true, "yes_lc": true, "yes_stutter": true, "yes_repeat": true,
 }
 
@@ -712,9 +741,22 @@ func (b *metaBase) mutateAgent(m, cm *metaFile, gen metaGenerator, mt metaTempla
 		fill["q_open"] = strings.TrimRight(strings.TrimSuffix(b.q, "?"), " \u00a0")
 	}
 	b.fillValues(fill)
+	if n := len(m.ActionModifiers); n > 0 {
+		fill["mod"] = m.ActionModifiers[rot%n]
+	}
 	text, ok := b.render(m, mt.Text, fill, rot)
 	if !ok {
 		return "", false
+	}
+	if perturbs(mt.Text) {
+		// The mutation is the stated value itself: the call's value must
+		// be gone from the turn, or the label would be uncertain.
+		for _, v := range b.perturbed() {
+			if strings.Contains(text, v) {
+				return "", false
+			}
+		}
+		return text, true
 	}
 	for _, v := range b.values {
 		if !strings.Contains(text, v) {
@@ -724,14 +766,72 @@ func (b *metaBase) mutateAgent(m, cm *metaFile, gen metaGenerator, mt metaTempla
 	return text, true
 }
 
+// perturbs reports whether a template perturbs a stated argument.
+func perturbs(template string) bool {
+	return strings.Contains(template, "_off}")
+}
+
+// perturbed returns the call's values a perturbing template replaces: the
+// bound values as the turn writes them, and the string arguments it
+// states verbatim.
+func (b *metaBase) perturbed() []string {
+	out := slices.Clone(b.values)
+	if v, ok := b.idArg(); ok {
+		out = append(out, v)
+	}
+	return out
+}
+
+// idArg returns the first argument (by name) that is no bound one and is
+// a string holding a digit that is no date or time: an id ("A-17"), an
+// address ("71 Elm Street"), the last digits of a card.
+func (b *metaBase) idArg() (string, bool) {
+	for _, k := range slices.Sorted(maps.Keys(b.d.Args)) {
+		s, isStr := b.d.Args[k].(string)
+		if isStr && !slices.Contains(b.tool.Bind, k) && strings.ContainsAny(s, "0123456789") && !timedArgRE.MatchString(s) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// offDigit writes s with its last digit changed (9 to 8, any other one
+// up by one): "$71.25" "$71.26", "A-17" "A-18", "10:00" "10:01". A
+// value one digit off is the error a recap or an agent makes, and the
+// guard must see it.
+func offDigit(s string) string {
+	i := strings.LastIndexAny(s, "0123456789")
+	if i < 0 {
+		return ""
+	}
+	d := s[i]
+	if d == '9' {
+		d = '8'
+	} else {
+		d++
+	}
+	return s[:i] + string(d) + s[i+1:]
+}
+
 // fillValues fills {value} and {amount2} from the bound value, and
 // {untimed}: it renders nothing, and only for a call that binds no date or
 // time, because a template that rewrites the question from a frame's
 // phrases drops the date the question stated, so it fits no booking.
 func (b *metaBase) fillValues(fill map[string]string) {
+	turn := b.d.Turns[b.agentIdx].Agent
 	if len(b.values) > 0 {
 		fill["value"] = b.values[0]
 		fill["amount2"] = otherAmount(b.values[0])
+		if off := offDigit(b.values[0]); off != "" {
+			fill["value_off"] = off
+			fill["turn_value_off"] = strings.ReplaceAll(turn, b.values[0], off)
+		}
+	}
+	if v, ok := b.idArg(); ok {
+		fill["arg"], fill["arg_off"] = v, offDigit(v)
+		if strings.Contains(turn, v) {
+			fill["turn_arg_off"] = strings.ReplaceAll(turn, v, offDigit(v))
+		}
 	}
 	if !timedArgs(b.d.Args) {
 		fill["untimed"] = ""

@@ -240,12 +240,23 @@ func (rs *ruleset) others(t *toolRules, loc *patterns.Locale) *patterns.Action {
 // phrasing names the tool's action for a message to the model in lang:
 // in English words for the instruction, and as the plain question to ask,
 // from the locale's template.
+//
+// A tool the policy gives no words in lang gets no example: its name's
+// English words in the locale's template would be garbled ("¿Quiere que
+// proceda a submit su appeal?"); the message then asks for the question in
+// the caller's language.
 func (rs *ruleset) phrasing(t *toolRules, lang string) phrasing {
 	p := phrasing{action: t.describe(lang)}
-	if loc := rs.locales.Get(lang); loc != nil {
+	if loc := rs.locales.Get(lang); loc != nil && t.hasWords(loc.Lang()) {
 		p.example = loc.AskFor(rs.action(t, loc))
 	}
 	return p
+}
+
+// hasWords reports whether the policy lists verbs for the tool in lang
+// (a language code without region).
+func (t *toolRules) hasWords(lang string) bool {
+	return len(t.entry.Verbs[lang]) > 0
 }
 
 // describe names the tool's action for messages to the model:

@@ -89,7 +89,15 @@ func (l *Locale) JudgeAnswer(t Text, a *Action, echo map[string]bool) Judgement 
 		// is juist.").
 		base := 0
 		for _, sen := range t.Sentences {
+			objects := a.objects.find(sen.Tokens)
 			for _, sp := range a.verbs.find(sen.Tokens) {
+				// A verb form that is the action's noun after a
+				// determiner is the noun: "cancélame esa *reserva*"
+				// names no booking.
+				if sp.end-sp.start == 1 && sp.start > 0 && l.determiners[sen.Tokens[sp.start-1]] &&
+					slices.ContainsFunc(objects, func(o span) bool { return o.start == sp.start }) {
+					continue
+				}
 				sp.start, sp.end = sp.start+base, sp.end+base
 				verbSpans = append(verbSpans, sp)
 			}

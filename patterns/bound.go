@@ -79,6 +79,81 @@ func (ca *callArgs) wordsIn(l *Locale) [][]string {
 	return ws
 }
 
+// inIDPhrase reports whether value h of s is the number of a plain
+// phrase that labels an identifier ("the card ending in #", "order #"):
+// it is compared only with a string argument of as many digits
+// (comparesNumber), never with an amount.
+func (l *Locale) inIDPhrase(s Sentence, h valueHit, ca *callArgs) bool {
+	if h.kind != ValueNumber {
+		return false
+	}
+	for _, sp := range l.plainWords.find(s.Tokens) {
+		if sp.start <= h.start && h.end <= sp.end && slices.ContainsFunc(sp.p.elems, func(e element) bool { return e.number }) {
+			return !ca.digitArg(l, s.Tokens[h.start])
+		}
+	}
+	return false
+}
+
+// comparesNumber reports whether a number the turn states as tok is
+// compared with the call's arguments: the call has a number argument, or
+// tok is a figure and a string argument holds one ("17" against "71 Elm
+// Street", "4321" against a card's "1234").
+func (ca *callArgs) comparesNumber(l *Locale, tok string) bool {
+	for _, a := range ca.vals {
+		if a.Kind == ArgNumber {
+			return true
+		}
+	}
+	return ca.digitArg(l, tok)
+}
+
+// digitArg reports whether tok is written in figures and the call has a
+// string argument that is no date or time ("A-17", "71 Elm Street", an
+// address): a figure the turn states may then be that argument's, and is
+// held to it. Only a call whose arguments are dates and times alone
+// leaves a figure free ("a table for 4").
+func (ca *callArgs) digitArg(l *Locale, tok string) bool {
+	if !isDigits(tok) {
+		return false
+	}
+	for i, a := range ca.list {
+		str, isStr := a.Value.(string)
+		if !isStr {
+			continue
+		}
+		// A string of figures alone ("1234", the last digits of a card)
+		// is one too, though the guard reads it as a number; an amount
+		// ("75.00"), a date or a time is not.
+		if j := slices.Index(ca.at, i); j < 0 || isDigits(strings.TrimSpace(str)) {
+			return true
+		}
+	}
+	return false
+}
+
+// timeArg reports whether a reading of v's time is a time argument's.
+func (ca *callArgs) timeArg(v Value) bool {
+	t1, t2 := v.timeReadings()
+	for _, a := range ca.vals {
+		if a.Kind == ArgTime && (timeIs(t1, a) || timeIs(t2, a)) {
+			return true
+		}
+	}
+	return false
+}
+
+// wordsArg reports whether toks are a string argument's words, all of
+// them and nothing else.
+func (ca *callArgs) wordsArg(l *Locale, toks []string) bool {
+	for i, ws := range ca.wordsIn(l) {
+		if len(ws) > 0 && !slices.Contains(ca.at, i) && slices.Equal(ws, toks) {
+			return true
+		}
+	}
+	return false
+}
+
 // holdsWord reports whether a string argument holds tok as one of its
 // words ("4471" of "A-4471").
 func (ca *callArgs) holdsWord(l *Locale, tok string) bool {
@@ -138,10 +213,29 @@ func (l *Locale) readValuesOnce(s Sentence, ca *callArgs) (hits []valueHit, stat
 	hits = make([]valueHit, len(vals))
 	for j, v := range vals {
 		h := valueHit{start: v.Start, end: v.End, text: v.Text, kind: v.Kind, stray: j >= 64 || m.Stray&(1<<j) != 0}
-		if h.stray && v.Kind == ValueNumber && v.End-v.Start == 1 && ca.holdsWord(l, s.Tokens[v.Start]) {
+		if h.stray && v.Kind == ValueNumber && v.End-v.Start == 1 && (ca.holdsWord(l, s.Tokens[v.Start]) || !ca.comparesNumber(l, s.Tokens[v.Start])) {
+			// A number that is a word of a string argument ("claim
+			// 4471" for "A-4471") states it; one that no argument of
+			// the call could hold ("for four people", "2 photos" on a
+			// call with an id) is free.
 			h.stray = false
 		}
 		l.widenValue(s, &h, ca)
+		// A value said in a string argument's own words ("Tuesday" for
+		// {"day": "tuesday"}) states it.
+		if h.stray && ca.wordsArg(l, s.Tokens[h.start:h.end]) {
+			h.stray = false
+		}
+		// "Tuesday at 3pm" for {"day": "tuesday", "time": "15:00"}: the
+		// day in the argument's words, the time the call's.
+		if h.stray && v.Kind == ValueDateTime && ca.timeArg(v) {
+			for k := h.start + 1; k < h.end; k++ {
+				if ca.wordsArg(l, s.Tokens[h.start:k]) {
+					h.stray = false
+					break
+				}
+			}
+		}
 		hits[j] = h
 	}
 	return hits, stated
@@ -365,4 +459,187 @@ func TokenSet(t Text) map[string]bool {
 		}
 	}
 	return out
+}
+
+// valueClass is what kind of argument a value may be the value of.
+type valueClass uint8
+
+const (
+	classNumber valueClass = 1 << iota // amounts and numbers
+	classDate
+	classTime
+)
+
+// classOf returns the argument classes a value may state.
+func classOf(k ValueKind) valueClass {
+	switch k {
+	case ValueNumber, ValueAmount:
+		return classNumber
+	case ValueDate, ValueRelative:
+		return classDate
+	case ValueTime:
+		return classTime
+	case ValueDateTime:
+		return classDate | classTime
+	}
+	return 0
+}
+
+// classes returns the classes of the call's arguments that values are
+// compared with.
+func (ca *callArgs) classes() valueClass {
+	var c valueClass
+	for _, a := range ca.vals {
+		switch a.Kind {
+		case ArgNumber:
+			c |= classNumber
+		case ArgDate:
+			c |= classDate
+		case ArgTime:
+			c |= classTime
+		case ArgDateTime:
+			c |= classDate | classTime
+		}
+	}
+	return c
+}
+
+// turnValues applies the value rule to the agent's turn t, whose
+// question is at index qi and whose proposal is in said (the question
+// and the sentence it points back to): every bound argument is stated in
+// said or in a sentence before the question, and every value a sentence
+// before it states for an argument of the call is the call's, unless
+// said states a value of that kind itself and so picks one ("Your last
+// bill was $64 and this one is $71.25. Shall I pay the $71.25?"). A
+// sentence that tells of something done ("Your last payment was $64.")
+// states nothing the question proposes, and is passed over.
+func (l *Locale) turnValues(t Text, qi int, said []Sentence, ca *callArgs, bind []string) (string, bool) {
+	var picked valueClass
+	for _, s := range said {
+		hits, _ := l.readValues(s, ca)
+		for _, h := range hits {
+			if !h.stray {
+				picked |= classOf(h.kind)
+			}
+		}
+	}
+	compared := ca.classes()
+	all := append([]Sentence(nil), said...)
+	for i := 0; i < qi && i < len(t.Sentences); i++ {
+		s := t.Sentences[i]
+		if slices.ContainsFunc(said, func(x Sentence) bool { return x.Raw == s.Raw && len(x.Tokens) == len(s.Tokens) }) || l.recap(s) {
+			continue
+		}
+		hits, _ := l.readValues(s, ca)
+		for _, h := range hits {
+			// A relative date ("tomorrow morning") says nothing this
+			// rule can hold to the call's dates; in the question itself
+			// it stays stray (read).
+			c := classOf(h.kind)
+			cmp := compared
+			if h.kind == ValueNumber && h.end-h.start == 1 && ca.digitArg(l, s.Tokens[h.start]) {
+				cmp |= classNumber // a figure may be an id's, an address's
+			}
+			if h.stray && h.kind != ValueRelative && c&cmp != 0 && c&picked == 0 && !l.inIDPhrase(s, h, ca) {
+				return "the turn states " + strconv.Quote(h.text) + " (" + strconv.Quote(unmark(s.Raw)) + "), which is none of the call's arguments, and the question does not say which value it proposes", false
+			}
+		}
+		all = append(all, s)
+	}
+	for _, s := range all {
+		if detail, ok := l.namesAgree(s, ca); !ok {
+			return detail, false
+		}
+	}
+	if detail, ok := l.oneOfTwo(all[len(said):], said, ca); !ok {
+		return detail, false
+	}
+	return l.boundStated(all, ca, bind)
+}
+
+// oneOfTwo finds a string argument's word joined to another by a list
+// conjunction in a sentence before the question ("the phone number and
+// the email", "o celular e o e-mail"): two values for one argument, which
+// the question must pick by naming the call's.
+func (l *Locale) oneOfTwo(before, said []Sentence, ca *callArgs) (string, bool) {
+	for i, ws := range ca.wordsIn(l) {
+		if len(ws) != 1 || slices.Contains(ca.at, i) || !l.contentWord(ws[0], &Action{}) {
+			continue
+		}
+		w := ws[0]
+		picked := slices.ContainsFunc(said, func(s Sentence) bool { return slices.Contains(s.Tokens, w) })
+		if picked {
+			continue
+		}
+		for _, s := range before {
+			toks := s.Tokens
+			for k, tok := range toks {
+				if tok != w {
+					continue
+				}
+				for _, dir := range []int{1, -1} {
+					j := k + dir
+					if dir < 0 {
+						for j >= 0 && l.determiners[toks[j]] {
+							j--
+						}
+					}
+					if j < 0 || j >= len(toks) || !l.listConjunctionAt(toks, j) {
+						continue
+					}
+					j += dir
+					// Past determiners and the first letter of a written
+					// compound ("o *e*-mail").
+					for j >= 0 && j < len(toks) && (l.determiners[toks[j]] || len(toks[j]) == 1) {
+						j += dir
+					}
+					if j >= 0 && j < len(toks) && toks[j] != w && l.contentWord(toks[j], &Action{}) {
+						return "the turn names " + strconv.Quote(w) + " and " + strconv.Quote(toks[j]) + " (" + strconv.Quote(unmark(s.Raw)) + "), and the question does not say which is the call's " + ca.list[i].Name, false
+					}
+				}
+			}
+		}
+	}
+	return "", true
+}
+
+// namesAgree holds the words said next to a string argument's to the
+// argument: where the turn says the first word of an argument of two
+// words or more, a content word after it must be its second ("Julia
+// *Serna*" for "Julia Sierra", "Dr. *Marsh*" for "Dr. Haddad", "Milano
+// *Porta* Garibaldi" for "Milano Centrale"), and where it says the last
+// word, a content word before it must be the one before that.
+func (l *Locale) namesAgree(s Sentence, ca *callArgs) (string, bool) {
+	toks := s.Tokens
+	content := func(k int) bool {
+		return k >= 0 && k < len(toks) && !slices.Contains(s.Breaks, k) && !isDigits(toks[k]) && l.contentWord(toks[k], &Action{})
+	}
+	for i, ws := range ca.wordsIn(l) {
+		if len(ws) < 2 || slices.Contains(ca.at, i) {
+			continue
+		}
+		first, last := ws[0], ws[len(ws)-1]
+		if !l.contentWord(first, &Action{}) && !l.titleWord(first) {
+			continue
+		}
+		for k, tok := range toks {
+			bad := ""
+			if tok == first && content(k+1) && toks[k+1] != ws[1] {
+				bad = toks[k+1]
+			}
+			if tok == last && l.contentWord(last, &Action{}) && content(k-1) && !slices.Contains(s.Breaks, k) && toks[k-1] != ws[len(ws)-2] {
+				bad = toks[k-1]
+			}
+			if bad != "" {
+				return "the turn says " + strconv.Quote(bad) + " next to " + strconv.Quote(tok) + " (" + strconv.Quote(unmark(s.Raw)) + "), but the call's " + ca.list[i].Name + " is " + argString(ca.list[i].Value), false
+			}
+		}
+	}
+	return "", true
+}
+
+// titleWord reports whether w is one of the locale's titles ("dr").
+func (l *Locale) titleWord(w string) bool {
+	sp, ok := l.titles.startsWith([]string{w})
+	return ok && sp.end == 1
 }

@@ -19,7 +19,8 @@
 // locale), text.go (folding and tokens), phrase.go (phrases and their
 // matching), forms.go (word forms: inflection, a tool's verbs and
 // objects), answer.go (the caller's answer), question.go (the agent's
-// question and the allow-list reading of it), reference.go (what a
+// question and the reading of its words), structure.go (the action's
+// slot, the free words and the operators), reference.go (what a
 // question is about and what it points back to), bound.go (the call's
 // values in a sentence), ask.go (the plain question a refusal suggests),
 // judge.go (Judge), values*.go (the values reader).
@@ -29,11 +30,17 @@
 //     straightened, elisions split ("j'envoie" is "j'" "envoie").
 //   - A negation word refuses wherever it stands unless a listed idiom
 //     ("no problem") covers it.
-//   - A question is plain only when every word of it is explained: a
-//     frame asking leave, the tool's verb with the agent acting, its
-//     objects, the call's values, the locale's harmless words. A word no
-//     list explains refuses: the allow-list fails closed, so a phrasing
-//     nobody foresaw is refused, not allowed.
+//   - A question is plain when its structure is explained and it holds
+//     no operator (structure.go): the action's slot (the frame's tail, the
+//     verb and what it governs, the words modifying the action's noun) is
+//     explained word by word, and a word no list explains there refuses;
+//     every other word is free, but an operator of the locale's closed
+//     classes (negation, alternative, condition, deferral, embedding,
+//     purpose, retraction, hedge, action changer, addition), another
+//     tool's verb or object, or a conjunction opening a second clause
+//     refuses wherever it stands.
+//   - Every value the agent's turn states for an argument of the call is
+//     the call's, unless the question picks one of two (bound.go).
 //   - Judging never fails: text the rules do not understand is judged not
 //     plain, so the guard refuses.
 //   - Values are read, never guessed: an amount, date or time the reader

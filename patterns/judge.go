@@ -1,6 +1,7 @@
 package patterns
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -164,7 +165,19 @@ func Judge(in Input) Verdict {
 	}
 	ans := loc.JudgeAnswer(answer, in.Answer.Tool.Action, echo)
 	v.Matches = append(v.Matches, ans.Matches...)
-	if ans.Negated {
+	// "Would you mind if I ...?" turns the answer round: a yes says the
+	// caller minds, and only a no that says go ahead ("No, not at all, go
+	// ahead.") consents; a bare "No." says nothing certain.
+	if v.Asked && len(qLoc.mindFrames.find(q.Sentence.Tokens)) > 0 {
+		switch {
+		case loc.mindConsent(answer):
+			ans = Judgement{Affirmative: true, Matches: []Match{{Rule: "mind_consent", Text: in.Answer.Text}}}
+		case ans.Negated:
+			return v.with(Negated, "the question asks whether the caller minds, and "+strconv.Quote(in.Answer.Text)+" does not say to go ahead")
+		default:
+			return v.with(NotPlain, "the question asks whether the caller minds, and "+strconv.Quote(in.Answer.Text)+" may say they do")
+		}
+	} else if ans.Negated {
 		return v.with(Negated, ans.Detail)
 	}
 	if !v.Asked {
@@ -174,20 +187,14 @@ func Judge(in Input) Verdict {
 		return v.with(NotPlain, ans.Detail)
 	}
 	// Rule 5: the question must be a plain question about this action.
-	p := qLoc.proposal(qText, q, qTool, ca)
+	p := qLoc.proposal(qText, q, qTool, ca, in.Bind)
 	v.Matches = append(v.Matches, p.matches...)
 	if p.outcome != 0 {
 		v.Unexplained = p.unexplained
 		return v.with(p.outcome, p.detail)
 	}
-	if detail, ok := qLoc.boundStated(p.stated, ca, in.Bind); !ok {
-		s, plain := qLoc.valuesBefore(qText, p.before, qTool, ca)
-		if !plain {
-			return v.with(ArgumentMismatch, detail)
-		}
-		if detail, ok := qLoc.boundStated(append(p.stated, s), ca, in.Bind); !ok {
-			return v.with(ArgumentMismatch, detail)
-		}
+	if detail, ok := qLoc.turnValues(qText, q.Index, p.stated, ca, in.Bind); !ok {
+		return v.with(ArgumentMismatch, detail)
 	}
 	return v.with(Confirmed, "plain yes "+strconv.Quote(in.Answer.Text)+" to "+strconv.Quote(q.Sentence.Raw))
 }
@@ -244,6 +251,34 @@ func (v Verdict) instruction(in Input, ca *callArgs, loc *Locale, answer, qText 
 		}
 	}
 	return v.with(NoQuestion, "the agent's turn "+strconv.Quote(clip(in.Question.Text, 160))+" asks nothing")
+}
+
+// mindConsent reports whether the caller's answer to a "would you mind"
+// question consents: it holds one of the locale's mind_consents ("not at
+// all", "go ahead"), and every negation in it is the word that opens it
+// ("No, go ahead.") or lies inside a consent ("not at all"), and no yes
+// stands outside one; "No, don't go ahead" and "Yes, go ahead" do not
+// consent.
+func (l *Locale) mindConsent(t Text) bool {
+	consents := 0
+	for i, s := range t.Sentences {
+		cs := l.mindConsents.find(s.Tokens)
+		consents += len(cs)
+		// A yes outside the consent ("Yes, go ahead") may say they mind.
+		for _, a := range l.affirmatives.find(s.Tokens) {
+			if !slices.ContainsFunc(cs, func(c span) bool { return c.start <= a.start && a.end <= c.end }) {
+				return false
+			}
+		}
+		for _, n := range l.negations.find(s.Tokens) {
+			inside := slices.ContainsFunc(cs, func(c span) bool { return c.start <= n.start && n.end <= c.end })
+			opening := i == 0 && n.start == 0 && n.end == 1
+			if !inside && !opening {
+				return false
+			}
+		}
+	}
+	return consents > 0
 }
 
 // valueTokens returns the tokens of t that state an amount, date or time,

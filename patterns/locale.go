@@ -143,6 +143,46 @@ type File struct {
 	// time, order, addition and agency that change what a question
 	// proposes ("later", "tomorrow", "first", "also", "yourself").
 	NotModifiers []string `yaml:"not_modifiers"`
+	// Operators are the closed classes of words that keep a question from
+	// proposing this action now, by class (OperatorClasses): one anywhere
+	// in the sentence a yes answers, or after it in the turn, refuses,
+	// unless a harmless phrase or an explaining list takes its words.
+	// negations, hedges, conditions, additions, alternatives,
+	// side_clauses and not_modifiers refuse the same way.
+	Operators map[string][]string `yaml:"operators"`
+	// Harmless phrases hold an operator's words and leave the proposal as
+	// it is ("if you'd like", "wenn Sie möchten", "se vuole").
+	Harmless []string `yaml:"harmless"`
+	// FreePrepositions open a free phrase after the action's slot: who,
+	// where, for whom, with what ("to Maria Lopez", "for four people",
+	// "bei Frau Dr. Kaya"). Its words are free; its values are compared.
+	FreePrepositions []string `yaml:"free_prepositions"`
+	// ListConjunctions join items ("two margheritas and a salad"): one
+	// followed by a determiner, a number or a title joins; followed by
+	// anything else, or opening the sentence, it opens a second clause,
+	// and refuses.
+	ListConjunctions []string `yaml:"list_conjunctions"`
+	// WeakConjunctions are list conjunctions that folding makes one with
+	// another word (it, pt "e" and "è", "é"): one opens a clause only
+	// before a word with one of InfinitiveEndings ("e stamparlo").
+	WeakConjunctions  []string `yaml:"weak_conjunctions"`
+	InfinitiveEndings []string `yaml:"infinitive_endings"`
+	// NameParticles stand inside a name after a title ("Maria *de*
+	// Vries", "Tomás *dos* Santos"), before a capitalised word.
+	NameParticles []string `yaml:"name_particles"`
+	// MindFrames ask whether the caller minds ("would you mind if I"): a
+	// yes to one says they do, and only a no that says go ahead
+	// (MindConsents: "not at all", "go ahead") consents.
+	MindFrames   []string `yaml:"mind_frames"`
+	MindConsents []string `yaml:"mind_consents"`
+	// Descriptors may modify the action's noun, before or after it: they
+	// say which thing ("the next available appointment", "il primo
+	// appuntamento libero"), never what is done to it.
+	Descriptors []string `yaml:"descriptors"`
+	// LinkingDeterminers continue a free phrase past a noun where the
+	// finite verb comes last (de genitive "der": "mit den Unterlagen der
+	// Praxis"); any other determiner there starts what the verb governs.
+	LinkingDeterminers []string `yaml:"linking_determiners"`
 	// WhenLinks are the words that, opening a link before a date, may as
 	// well say when to act as which thing ("submit the appeal *for* the
 	// 3rd", "den Antrag *für* Montag"): a date reached through a link that
@@ -315,6 +355,15 @@ type Locale struct {
 	functionWords map[string]bool
 	// notModifiers may fill no slot after an object or a verb.
 	notModifiers map[string]bool
+	// operators holds every phrase of File.Operators, operatorClass the
+	// class of each; harmless, freePrepositions, listConjunctions as in
+	// File; linkingDeterminers as a set.
+	operators, harmless, freePrepositions, listConjunctions phraseList
+	notModifierPhrases, mindFrames, mindConsents            phraseList
+	weakConjunctions                                        map[string]bool
+	infinitiveEndings                                       []string
+	operatorClass                                           map[*phrase]string
+	linkingDeterminers, descriptors, nameParticles          map[string]bool
 	// whenLinks: a link opened by one of these words does not tie a date
 	// to an object (File.WhenLinks).
 	whenLinks        map[string]bool
@@ -505,6 +554,16 @@ func (f *File) Validate(lang string) error {
 		"modifier_links":                f.ModifierLinks,
 		"not_modifiers":                 f.NotModifiers,
 		"when_links":                    f.WhenLinks,
+		"harmless":                      f.Harmless,
+		"free_prepositions":             f.FreePrepositions,
+		"list_conjunctions":             f.ListConjunctions,
+		"linking_determiners":           f.LinkingDeterminers,
+		"descriptors":                   f.Descriptors,
+		"mind_frames":                   f.MindFrames,
+		"mind_consents":                 f.MindConsents,
+		"name_particles":                f.NameParticles,
+		"weak_conjunctions":             f.WeakConjunctions,
+		"infinitive_endings":            f.InfinitiveEndings,
 		"containers":                    f.Containers,
 		"verb_first_endings":            f.VerbFirstEndings,
 		"verb_first_words":              f.VerbFirstWords,
@@ -514,6 +573,12 @@ func (f *File) Validate(lang string) error {
 		"titles":                        f.Titles,
 		"recaps":                        f.Recaps,
 		"mix":                           f.Mix,
+	}
+	for _, class := range slices.Sorted(maps.Keys(f.Operators)) {
+		if !slices.Contains(OperatorClasses, class) {
+			bad("operators", "%q is no operator class (%s)", class, strings.Join(OperatorClasses, ", "))
+		}
+		lists["operators."+class] = f.Operators[class]
 	}
 	for _, key := range slices.Sorted(maps.Keys(lists)) {
 		seen := map[string]int{}
@@ -676,6 +741,45 @@ func compileLocale(f *File) *Locale {
 	for _, w := range f.WhenLinks {
 		l.whenLinks[l.fold(strings.TrimSpace(w))] = true
 	}
+	l.operatorClass = map[*phrase]string{}
+	for _, class := range slices.Sorted(maps.Keys(f.Operators)) {
+		for _, src := range f.Operators[class] {
+			ph := compilePhrase(l, src)
+			l.operators.add(ph)
+			l.operatorClass[ph] = class
+		}
+	}
+	l.harmless = c(f.Harmless)
+	l.mindFrames = c(f.MindFrames)
+	l.mindConsents = c(f.MindConsents)
+	l.freePrepositions = c(f.FreePrepositions)
+	l.listConjunctions = c(f.ListConjunctions)
+	l.linkingDeterminers = map[string]bool{}
+	for _, d := range f.LinkingDeterminers {
+		for _, w := range l.phraseWords(d) {
+			l.linkingDeterminers[w] = true
+		}
+	}
+	l.weakConjunctions = map[string]bool{}
+	for _, w := range f.WeakConjunctions {
+		l.weakConjunctions[l.fold(strings.TrimSpace(w))] = true
+	}
+	for _, e := range f.InfinitiveEndings {
+		l.infinitiveEndings = append(l.infinitiveEndings, Fold(strings.TrimSpace(e)))
+	}
+	l.nameParticles = map[string]bool{}
+	for _, w := range f.NameParticles {
+		for _, part := range l.phraseWords(w) {
+			l.nameParticles[part] = true
+		}
+	}
+	l.descriptors = map[string]bool{}
+	for _, d := range f.Descriptors {
+		for _, w := range l.phraseWords(d) {
+			l.descriptors[w] = true
+		}
+	}
+	l.notModifierPhrases = c(f.NotModifiers)
 	l.notModifiers = map[string]bool{}
 	for _, p := range f.NotModifiers {
 		for _, w := range strings.Fields(l.fold(p)) {
@@ -768,7 +872,21 @@ func (f *File) lists() [][]string {
 		f.QuestionWords, f.Fillers, f.Politeness, f.Glue, f.Requests, f.Particles, f.QuantityWords,
 		f.ConfirmRequests, f.QuestionStarts, f.Proceed, f.ConfirmVerbs, f.BackReferences, f.OpenQuestions,
 		f.SideClauses, f.Alternatives, f.Conjunctions, f.Prepositions, f.Frames, f.Tags, f.PlainWords,
-		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.PlacePrepositions, f.InsteadOfWaiting, f.Pronouns, f.Determiners, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers, f.WhenLinks}
+		f.StatementWords, f.PartyPrepositions, f.PartyArticles, f.PlacePrepositions, f.InsteadOfWaiting, f.Pronouns, f.Determiners, f.ModifierLinks, f.FillerSentences, f.Titles, f.Recaps, f.NotModifiers, f.WhenLinks,
+		f.Harmless, f.FreePrepositions, f.ListConjunctions, f.LinkingDeterminers, f.Descriptors, f.NameParticles, f.WeakConjunctions, f.MindFrames, f.MindConsents, f.operatorPhrases()}
+}
+
+// OperatorClasses are the classes of File.Operators, in the order a
+// refusal names them.
+var OperatorClasses = []string{"negation", "alternative", "condition", "deferral", "embedding", "purpose", "retraction", "hedge", "action_changer", "addition", "sequence"}
+
+// operatorPhrases returns every phrase of f.Operators, class by class.
+func (f *File) operatorPhrases() []string {
+	var out []string
+	for _, class := range slices.Sorted(maps.Keys(f.Operators)) {
+		out = append(out, f.Operators[class]...)
+	}
+	return out
 }
 
 // Get returns the locale for a BCP-47 tag: "es-MX" falls back to "es". It

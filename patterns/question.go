@@ -126,8 +126,14 @@ func (l *Locale) openerCuts(s Sentence) []int {
 	}
 	var cuts []int
 	end := 0
+	harmless := l.harmless.find(s.Tokens)
 	for k := 0; k < len(s.Tokens); k++ {
 		if k < end {
+			continue
+		}
+		// An opener inside a harmless phrase opens nothing: "I can file
+		// it right away if *you'd like*."
+		if slices.ContainsFunc(harmless, func(h span) bool { return h.start < k && k < h.end }) {
 			continue
 		}
 		best := l.questionStarts.bestAt(s.Tokens, k)
@@ -264,6 +270,14 @@ type reading struct {
 	// container marks the words of containers (locales containers) that
 	// are none of the action's objects: none fills a slot.
 	container []bool
+	// free marks the words outside the action's slot that are no
+	// operator (structure): they need no explaining.
+	free []bool
+	// operatorClass names the class of the first operator found ("" for
+	// none); changed: one of them makes the action another
+	// (action_changer).
+	operatorClass string
+	changed       bool
 }
 
 // read reads sentence s as a proposal of tool's action, with the call's
@@ -372,7 +386,9 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 				inPlain = true
 			}
 		}
-		if inPlain {
+		// The number of an identifier phrase ("ending in #") is held to
+		// a string argument of as many digits, when the call has one.
+		if inPlain && !(h.stray && h.kind == ValueNumber && args.digitArg(l, toks[h.start])) {
 			continue
 		}
 		if h.stray {
@@ -416,7 +432,9 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 			}
 		}
 	}
+	markSpans(spans.find(&l.mindFrames), roleFrame)
 	markSpans(spans.find(&l.frames), roleFrame)
+	markSpans(spans.find(&l.harmless), rolePlain)
 	markSpans(proceeds, roleProceed)
 	markSpans(confirms, roleConfirm)
 	markSpans(spans.find(&l.backReferences), roleBack)
@@ -450,6 +468,20 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 				mark(p, roleName)
 			}
 			r.roles[sp.end] = roleName
+			// A name goes on for up to maxName words no list explains,
+			// with the particles of names between them ("Maria de
+			// Vries", "Tomás dos Santos"); an operator among them is
+			// found later and refuses all the same.
+			for k, words := sp.end+1, 1; k < len(toks) && words < maxName && (r.roles[k] == unexplained && l.contentWord(toks[k], tool.Action) || l.nameParticles[toks[k]] && (r.roles[k] == unexplained || r.roles[k] == rolePlain)); k++ {
+				if l.nameParticles[toks[k]] {
+					if k+1 >= len(toks) || r.roles[k+1] != unexplained {
+						break
+					}
+				} else {
+					words++
+				}
+				r.roles[k] = roleName
+			}
 		}
 	}
 	if r.firstVerb >= 0 {
@@ -461,6 +493,7 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 	}
 	l.places(&r, tool, spans)
 	l.waits(&r, spans)
+	l.structure(&r, tool, spans, statement)
 	// A stray value's words stay unexplained even where a plain word
 	// would cover them.
 	for _, h := range r.strays {
@@ -470,6 +503,9 @@ func (l *Locale) read(s Sentence, tool Tool, args *callArgs, statement bool) rea
 	}
 	return r
 }
+
+// maxName is how many words a name after a title takes.
+const maxName = 3
 
 // unexplainedWords returns the runs of words no rule explains, each run
 // joined, leaving out the words of stray values (reported apart).
@@ -489,7 +525,7 @@ func (r *reading) unexplainedWords() []string {
 		}
 	}
 	for k, ro := range r.roles {
-		if ro == unexplained && !stray[k] {
+		if ro == unexplained && !stray[k] && !r.free[k] {
 			run = append(run, r.s.Tokens[k])
 			continue
 		}
@@ -497,41 +533,6 @@ func (r *reading) unexplainedWords() []string {
 	}
 	flush()
 	return out
-}
-
-// pointsBack reports whether r refers to what the turn said before it: a
-// pronoun that is no determiner ("pay *it*"), a verb form ending in one
-// (es "pagarlo"), or one of the action's objects after a determiner
-// ("process *the payment*"), which names what was just described.
-func (l *Locale) pointsBack(r *reading) bool {
-	toks := r.s.Tokens
-	for k := 1; k < len(r.roles); k++ {
-		if r.roles[k] == roleObject && r.roles[k-1] == rolePlain {
-			return true
-		}
-	}
-	for _, sp := range l.pronouns.find(toks) {
-		if sp.end < len(toks) {
-			switch r.roles[sp.end] {
-			case roleObject, roleOther, roleModifier, roleValue, roleName:
-				continue // a determiner
-			}
-		}
-		return true
-	}
-	if len(l.pronounEndings) > 0 {
-		for k, ro := range r.roles {
-			if ro != roleVerb {
-				continue
-			}
-			for _, e := range l.pronounEndings {
-				if len(toks[k]) > len(e)+2 && strings.HasSuffix(toks[k], e) {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // namesTarget reports whether r names what the action acts on well enough
@@ -574,8 +575,8 @@ func (r *reading) asksLeave(verbFirst func(string) bool) bool {
 		}
 	}
 	if verbFirst != nil && r.s.Marked && verbFirst(r.s.Tokens[r.firstVerb]) {
-		for _, ro := range r.roles[:r.firstVerb] {
-			if ro == unexplained {
+		for k, ro := range r.roles[:r.firstVerb] {
+			if ro == unexplained && (r.free == nil || !r.free[k]) {
 				return false
 			}
 		}
@@ -1017,7 +1018,7 @@ func (l *Locale) waits(r *reading, spans *spanArena) {
 			continue
 		}
 		for p := sp.start; p < n; p++ {
-			if r.roles[p] != roleTag && r.roles[p] != rolePlain {
+			if phrase[p] || (r.roles[p] != roleTag && r.roles[p] != rolePlain) {
 				r.roles[p] = roleWait
 			}
 		}

@@ -409,12 +409,9 @@ type proposed struct {
 	detail      string
 	matches     []Match
 	unexplained []string
-	// stated are the sentences the bound values must be stated in: the
-	// question and the sentence it points back to; before is the index of
-	// the sentence before them (-1: none) when a pronoun points there,
-	// where they may be stated too (valuesBefore).
+	// stated are the question and the sentence it points back to: what
+	// the proposal says (turnValues reads the rest of the turn).
 	stated []Sentence
-	before int
 }
 
 func (p proposed) fail(o Outcome, detail string) proposed {
@@ -431,7 +428,7 @@ func (p proposed) fail(o Outcome, detail string) proposed {
 // objects with their determiners, the call's values, and the locale's
 // harmless words. Another verb, a negation, an alternative, a time or
 // purpose clause or another number is unexplained, and refuses.
-func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) proposed {
+func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs, bind []string) proposed {
 	var p proposed
 	ref := l.Refers(q.Sentence, tool.Action, tool.Others)
 	p.matches = ref.Matches
@@ -448,13 +445,13 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) propose
 		return p.fail(fail.outcome, fail.detail)
 	}
 	p.stated = append(p.stated, q.Sentence)
-	from, back := q.Index, l.pointsBack(&qr)
+
 	switch ref.Kind {
 	case RefVerb, RefObject:
 		if qr.sharedOnly && !qr.namesTarget() {
 			// "Shall I cancel it?" with two tools that cancel: the turn
 			// must name this one's object.
-			if !l.turnNamesObject(t, q.Index, tool) {
+			if !l.turnNamesObject(t, q.Index, tool) && !l.turnStatesCall(t, q.Index, tool, args, bind) {
 				return p.fail(ActionMismatch, "the question "+quoted()+" names a verb another action shares, and the turn never names what this action acts on")
 			}
 		}
@@ -479,45 +476,46 @@ func (l *Locale) proposal(t Text, q Question, tool Tool, args *callArgs) propose
 				p.unexplained = fail.unexplained
 				return p.fail(fail.outcome, "the question "+quoted()+" points back to "+strconv.Quote(s.Raw)+": "+fail.detail)
 			}
-			if pr.sharedOnly && !pr.namesTarget() && !qr.namesTarget() {
+			if pr.sharedOnly && !pr.namesTarget() && !qr.namesTarget() && !l.turnStatesCall(t, q.Index, tool, args, bind) {
 				return p.fail(ActionMismatch, "the turn names a verb another action shares, and never what this action acts on")
 			}
 			p.stated = append(p.stated, s)
-			from, back = i, l.pointsBack(&pr)
 		}
 	}
-	p.before = -1
-	if back {
-		// "Your balance is $120.50. Shall I pay *it*?": the pronoun
-		// points to the sentence before, where the values may be
-		// stated. "The last payment was $64. Shall I pay the bill?"
-		// points nowhere.
-		p.before = l.previousContent(t, from, tool)
+	// A sentence before the question that names this action may make it
+	// another one, which the question then asks about ("I can put you on
+	// the waiting list for three. Shall I?"): an action changer there
+	// refuses.
+	for i := 0; i < q.Index; i++ {
+		s := t.Sentences[i]
+		if l.recap(s) {
+			continue
+		}
+		if k := l.Refers(s, tool.Action, tool.Others).Kind; k != RefVerb && k != RefObject {
+			continue
+		}
+		if before := l.read(s, tool, args, true); before.changed {
+			p.unexplained = before.unexplainedWords()
+			return p.fail(QuestionNotPlain, "the turn says "+strconv.Quote(s.Raw)+" before the question, which "+operatorPhrase("action_changer"))
+		}
+	}
+	// What the turn says after its question may take it back or qualify
+	// it ("Shall I cancel the order? Actually, hold on, let me first
+	// check whether it has shipped."): an operator there refuses too.
+	for i := q.Index + 1; i < len(t.Sentences); i++ {
+		s := t.Sentences[i]
+		if l.filler(s) {
+			continue
+		}
+		// A statement after it may negate a fact ("There's no fee for
+		// it."): a negation there takes nothing back; the other classes
+		// do.
+		if after := l.read(s, tool, args, true); after.operatorClass != "" && after.operatorClass != "negation" {
+			p.unexplained = after.unexplainedWords()
+			return p.fail(QuestionNotPlain, "after the question the turn says "+strconv.Quote(s.Raw)+", which "+operatorPhrase(after.operatorClass))
+		}
 	}
 	return p
-}
-
-// valuesBefore returns the sentence before the proposal, at index i, when
-// a bound value may be stated there instead: "Your balance is $120.50.
-// Shall I pay it?". It must state values and be plain itself.
-func (l *Locale) valuesBefore(t Text, i int, tool Tool, args *callArgs) (Sentence, bool) {
-	if i < 0 {
-		return Sentence{}, false
-	}
-	s := t.Sentences[i]
-	if l.recap(s) {
-		// "Your last payment was $64.": what was done or was due is not
-		// what the question proposes.
-		return Sentence{}, false
-	}
-	vr := l.read(s, tool, args, true)
-	if len(vr.values) == 0 && len(vr.strays) == 0 {
-		return Sentence{}, false
-	}
-	if _, bad := l.notPlain(&vr, false); bad {
-		return Sentence{}, false
-	}
-	return s, true
 }
 
 // notPlain judges a reading: its unexplained words, its stray values and,
@@ -597,17 +595,6 @@ func (l *Locale) pointedTo(t Text, qi int, tool Tool) (int, RefKind) {
 	return -1, RefNone
 }
 
-// previousContent returns the nearest sentence before index i that is not
-// filler, or -1.
-func (l *Locale) previousContent(t Text, i int, tool Tool) int {
-	for k := i - 1; k >= 0; k-- {
-		if !l.filler(t.Sentences[k]) {
-			return k
-		}
-	}
-	return -1
-}
-
 // turnNamesObject reports whether a sentence of t before index qi names
 // what the action acts on, outside a side clause: one of its objects, or
 // another tool's that no tool sharing its verb acts on.
@@ -623,6 +610,25 @@ func (l *Locale) turnNamesObject(t Text, qi int, tool Tool) bool {
 		}
 	}
 	return false
+}
+
+// turnStatesCall reports whether the turn up to its question at qi says
+// which thing a verb several tools share acts on by the call's own
+// values: the call binds arguments and the turn states each ("Tuesday
+// the 8th at two with Dr. Haddad. Shall I book it?"), and no sentence
+// names what a tool sharing the verb acts on.
+func (l *Locale) turnStatesCall(t Text, qi int, tool Tool, args *callArgs, bind []string) bool {
+	if len(bind) == 0 || qi >= len(t.Sentences) {
+		return false
+	}
+	said := t.Sentences[:qi+1]
+	for _, s := range said {
+		if len(tool.Action.rivals.find(s.Tokens)) > 0 {
+			return false
+		}
+	}
+	_, ok := l.boundStated(said, args, bind)
+	return ok
 }
 
 // filler reports whether every word of s is a filler, a plain word or a

@@ -320,7 +320,9 @@ func (v Value) dateAgrees(a Arg) bool {
 // am or pm was said.
 func (v Value) timeReadings() (int, int) {
 	t := int(v.Minutes)
-	if v.EitherHalf {
+	// "Twelve" said alone is noon: a reading of midnight would book
+	// 00:00 on "um zwölf Uhr".
+	if v.EitherHalf && (t < 720 || t >= 780) {
 		return t, (t + 720) % 1440
 	}
 	return t, t

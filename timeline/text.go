@@ -76,7 +76,7 @@ var reasons = map[yesguardv1.Reason]string{
 	yesguardv1.Reason_REASON_NEGATED:                "the caller said no or changed their mind",
 	yesguardv1.Reason_REASON_NO_QUESTION:            "the agent asked nothing before the answer",
 	yesguardv1.Reason_REASON_ACTION_MISMATCH:        "the question was about another action",
-	yesguardv1.Reason_REASON_ARGUMENT_MISMATCH:      "the question did not state a bound argument",
+	yesguardv1.Reason_REASON_ARGUMENT_MISMATCH:      "the turn did not state the call's values",
 	yesguardv1.Reason_REASON_STALE:                  "the answer is too old to rely on",
 	yesguardv1.Reason_REASON_EVIDENCE_USED:          "that yes already allowed this tool once",
 	yesguardv1.Reason_REASON_DUPLICATE:              "the same action was allowed moments ago",
