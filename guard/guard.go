@@ -32,8 +32,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/yesguard/yesguard/internal/ask"
 	"github.com/yesguard/yesguard/dedupe"
+	"github.com/yesguard/yesguard/internal/ask"
 	"github.com/yesguard/yesguard/metrics"
 	"github.com/yesguard/yesguard/patterns"
 	yesguardv1 "github.com/yesguard/yesguard/proto/yesguard/v1"

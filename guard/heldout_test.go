@@ -51,6 +51,21 @@ func TestHeldOutBlind4(t *testing.T) {
 	forEachCorpus(t, "testdata/heldout4", false, heldOutRunner("blind4"))
 }
 
+// TestHeldOutBlind5 measures the judge on the fifth blind set: written,
+// like the fourth, without reading the rules, in other businesses, and
+// kept sealed while the structure rule was tuned on the fourth
+// (testdata/heldout5/README.md).
+func TestHeldOutBlind5(t *testing.T) {
+	forEachCorpus(t, "testdata/heldout5", false, heldOutRunner("blind5"))
+}
+
+// TestHeldOutBlind6 measures the judge on the sixth blind set, written
+// after the structure rule landed, never tuned on
+// (testdata/heldout6/README.md).
+func TestHeldOutBlind6(t *testing.T) {
+	forEachCorpus(t, "testdata/heldout6", false, heldOutRunner("blind6"))
+}
+
 // heldOutRunner runs one held-out file, printing its figures after label.
 func heldOutRunner(label string) func(*testing.T, string, *patterns.Set) {
 	return func(t *testing.T, path string, locs *patterns.Set) { runHeldOut(t, label, path, locs) }

@@ -193,6 +193,9 @@ func Judge(in Input) Verdict {
 		v.Unexplained = p.unexplained
 		return v.with(p.outcome, p.detail)
 	}
+	if alt, ok := qLoc.turnAlternative(qText, q, ca); ok {
+		return v.with(QuestionNotPlain, "the turn offers an alternative (\""+alt+"\"), and the question does not say which it proposes")
+	}
 	if detail, ok := qLoc.turnValues(qText, q.Index, p.stated, ca, in.Bind); !ok {
 		return v.with(ArgumentMismatch, detail)
 	}

@@ -76,7 +76,7 @@ func TestJudgeAnswer(t *testing.T) {
 	}{
 		{"Yes.", verdict{affirmative: true}},
 		{"Yeah sure, go ahead.", verdict{affirmative: true}},
-		{"Mm-hmm.", verdict{affirmative: true}},
+		{"Mm-hmm.", verdict{notPlain: true}}, // a backchannel alone: "I am listening", not yes
 		{"Yes please, thank you so much.", verdict{affirmative: true}},
 		{"No problem.", verdict{affirmative: true}},
 		{"Yes, send it in.", verdict{affirmative: true, verb: true}},

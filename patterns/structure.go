@@ -422,3 +422,38 @@ func operatorPhrase(class string) string {
 	}
 	return "changes what is proposed"
 }
+
+// turnAlternative finds an alternative the agent's turn offers outside
+// its question ("You could move to Standard or to Standard with Ads.
+// Should I switch you over?", "Or Tom is free too. Shall I book it?"): a
+// yes then does not say which is meant, unless the question itself
+// states a value of the call's, which picks one. A word of an
+// alternative inside a plain or harmless phrase of more words is none.
+func (l *Locale) turnAlternative(t Text, q Question, ca *callArgs) (string, bool) {
+	hits, _ := l.readValues(q.Sentence, ca)
+	if slices.ContainsFunc(hits, func(h valueHit) bool { return !h.stray }) {
+		return "", false
+	}
+	for i, s := range t.Sentences {
+		if i == q.Index {
+			continue
+		}
+		covers := append(l.plainWords.find(s.Tokens), l.harmless.find(s.Tokens)...)
+		inside := func(sp span) bool {
+			return slices.ContainsFunc(covers, func(c span) bool {
+				return c.start <= sp.start && sp.end <= c.end && c.end-c.start > sp.end-sp.start
+			})
+		}
+		for _, sp := range l.operators.find(s.Tokens) {
+			if l.operatorClass[sp.p] == "alternative" && !inside(sp) {
+				return strings.Join(s.Tokens[sp.start:sp.end], " ") + `" in "` + unmark(s.Raw), true
+			}
+		}
+		for _, sp := range l.alternatives.find(s.Tokens) {
+			if !inside(sp) {
+				return strings.Join(s.Tokens[sp.start:sp.end], " ") + `" in "` + unmark(s.Raw), true
+			}
+		}
+	}
+	return "", false
+}

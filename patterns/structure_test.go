@@ -34,6 +34,14 @@ func TestTheStructureRule(t *testing.T) {
 		{"embedding", "fr", "Voulez-vous que je vérifie si je peux déposer le recours ?", "Oui.", []string{"déposer"}, []string{"recours"}, nil, nil, QuestionNotPlain},
 		{"a retraction after the question", "en", "Shall I cancel the order? Actually, hold on, let me first see whether it has shipped.", "Yes.", []string{"cancel"}, []string{"order"}, nil, nil, QuestionNotPlain},
 		{"a hedge", "it", "Magari potrei presentare il ricorso?", "Sì.", []string{"presentare"}, []string{"ricorso"}, nil, nil, QuestionNotPlain},
+		// An alternative the turn offers outside its question: a yes does
+		// not say which, unless the question states the call's value.
+		{"an alternative before a pronoun question", "en", "You could move to Standard or to Standard with Ads. Should I switch you over?", "Yeah.", []string{"switch", "change"}, []string{"plan"}, []arg{{"plan", "Standard with Ads"}}, nil, QuestionNotPlain},
+		{"an alternative sentence before the question", "it", "Per domenica 27 posso offrirle il pacchetto Detox oppure il pacchetto Aromaterapia. Lo prenoto?", "Sì, lo prenoti.", []string{"prenotare"}, []string{"pacchetto"}, []arg{{"package", "Detox"}}, nil, QuestionNotPlain},
+		{"an alternative, the question picks the call's date", "en", "I have Monday the 7th, or Wednesday the 9th. Shall I book Wednesday the 9th at 2 pm?", "Yes.", []string{"book"}, []string{"appointment"}, []arg{{"date", "2026-12-09"}, {"time", "14:00"}}, []string{"date", "time"}, Confirmed},
+		// A backchannel alone says "I am listening", not yes.
+		{"a bare backchannel", "pt", "Quer que eu marque a consulta?", "Uhum.", []string{"marcar"}, []string{"consulta"}, nil, nil, NotPlain},
+		{"a backchannel before a yes", "de", "Soll ich den Termin buchen?", "Mhm, genau.", []string{"buchen"}, []string{"Termin"}, nil, nil, Confirmed},
 		// Values: every one the turn states for an argument is the call's.
 		{"two values, the question picks one", "en", "I can do Monday the 7th or Wednesday the 9th at 2 pm. Shall I book Wednesday the 9th at 2 pm?", "Yes.", []string{"book"}, []string{"appointment"}, []arg{{"date", "2026-12-09"}, {"time", "14:00"}}, []string{"date", "time"}, Confirmed},
 		{"two values, the question picks none", "en", "You have $212.40 on the account, and $80 of it is past due. Shall I pay it?", "Yes.", []string{"pay"}, []string{"bill"}, []arg{{"amount", 80.0}}, []string{"amount"}, ArgumentMismatch},

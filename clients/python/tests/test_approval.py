@@ -34,7 +34,10 @@ def test_canonical_rejected(v: dict) -> None:
 
 def test_decoded_arguments_hash_as_their_json() -> None:
     assert approval.args_hash({"amount": 120.5, "appeal_id": "A-17"}) == approval.args_hash('{"appeal_id":"A-17","amount":120.5}')
-    assert approval.canonical_args({"n": 1, "f": 1.0, "big": 2**60}) == b'{"big":1152921504606847000,"f":1,"n":1}'  # as a double, as JavaScript writes it
+    assert approval.canonical_args({"n": 1, "f": 1.0, "big": 2**53 - 1}) == b'{"big":9007199254740991,"f":1,"n":1}'  # as a double, as JavaScript writes it
+    # Past 2^53 - 1 two integers can be one double: refused, as the guard does.
+    with pytest.raises(approval.CanonicalError):
+        approval.canonical_args({"big": 2**60})
     assert approval.canonical_args(None) == b"{}"
 
 
