@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/yesguard/yesguard/internal/ask"
 	"github.com/yesguard/yesguard/guard"
+	"github.com/yesguard/yesguard/internal/ask"
 )
 
 // runPrompt prints what to put in the model's instructions for the
