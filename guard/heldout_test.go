@@ -25,7 +25,7 @@ import (
 // fails when the judge does worse than the budget. HELDOUT_ALL=1 logs every
 // dialogue's decision, not only the failures.
 func TestHeldOut(t *testing.T) {
-	forEachCorpus(t, "testdata/heldout", false, heldOutRunner("heldout"))
+	forEachCorpus(t, "testdata/heldout", true, heldOutRunner("heldout"))
 }
 
 // TestHeldOutBlind runs the blind set (testdata/heldout2/<lang>.yaml): 555
@@ -33,7 +33,7 @@ func TestHeldOut(t *testing.T) {
 // neither the locales nor the judge (see testdata/heldout2/README.md). Same
 // figures and same failure rule as TestHeldOut.
 func TestHeldOutBlind(t *testing.T) {
-	forEachCorpus(t, "testdata/heldout2", false, heldOutRunner("blind"))
+	forEachCorpus(t, "testdata/heldout2", true, heldOutRunner("blind"))
 }
 
 // TestHeldOutBlind3 runs the second blind set (testdata/heldout3/): 592
@@ -41,14 +41,14 @@ func TestHeldOutBlind(t *testing.T) {
 // neither the rules, the locales nor the earlier sets, and never tuned on
 // (see testdata/heldout3/README.md). Same figures and failure rule.
 func TestHeldOutBlind3(t *testing.T) {
-	forEachCorpus(t, "testdata/heldout3", false, heldOutRunner("blind3"))
+	forEachCorpus(t, "testdata/heldout3", true, heldOutRunner("blind3"))
 }
 
 // TestHeldOutBlind4 measures the judge on the fourth blind set: recaps and
 // questions in the style of realtime LLM agents, six domains, values in
 // words, written without reading the rules (testdata/heldout4/README.md).
 func TestHeldOutBlind4(t *testing.T) {
-	forEachCorpus(t, "testdata/heldout4", false, heldOutRunner("blind4"))
+	forEachCorpus(t, "testdata/heldout4", true, heldOutRunner("blind4"))
 }
 
 // TestHeldOutBlind5 measures the judge on the fifth blind set: written,
@@ -56,14 +56,14 @@ func TestHeldOutBlind4(t *testing.T) {
 // kept sealed while the structure rule was tuned on the fourth
 // (testdata/heldout5/README.md).
 func TestHeldOutBlind5(t *testing.T) {
-	forEachCorpus(t, "testdata/heldout5", false, heldOutRunner("blind5"))
+	forEachCorpus(t, "testdata/heldout5", true, heldOutRunner("blind5"))
 }
 
 // TestHeldOutBlind6 measures the judge on the sixth blind set, written
 // after the structure rule landed, never tuned on
 // (testdata/heldout6/README.md).
 func TestHeldOutBlind6(t *testing.T) {
-	forEachCorpus(t, "testdata/heldout6", false, heldOutRunner("blind6"))
+	forEachCorpus(t, "testdata/heldout6", true, heldOutRunner("blind6"))
 }
 
 // heldOutRunner runs one held-out file, printing its figures after label.
