@@ -68,6 +68,9 @@ func canonicalBounded(v *structpb.Value) ([]byte, error) {
 func checkNumbers(v *structpb.Value, path string) error {
 	switch k := v.GetKind().(type) {
 	case *structpb.Value_NumberValue:
+		if k == nil {
+			return nil // a kind set to nothing: AppendCanonical writes it as null
+		}
 		f := k.NumberValue
 		switch {
 		case math.IsNaN(f) || math.IsInf(f, 0):
@@ -77,12 +80,18 @@ func checkNumbers(v *structpb.Value, path string) error {
 				pathName(path), appendNumber(nil, f))
 		}
 	case *structpb.Value_StructValue:
+		if k == nil {
+			return nil
+		}
 		for key, e := range k.StructValue.GetFields() {
 			if err := checkNumbers(e, path+"."+key); err != nil {
 				return err
 			}
 		}
 	case *structpb.Value_ListValue:
+		if k == nil {
+			return nil
+		}
 		for i, e := range k.ListValue.GetValues() {
 			if err := checkNumbers(e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
