@@ -730,17 +730,11 @@ func compileLocale(f *File) *Locale {
 	l.containers = c(f.Containers)
 	l.verbSecond = f.VerbSecond
 	l.postnominal = f.PostnominalModifiers
-	l.verbFirstWords = map[string]bool{}
-	for _, w := range f.VerbFirstWords {
-		l.verbFirstWords[l.fold(strings.TrimSpace(w))] = true
-	}
+	l.verbFirstWords = l.wordSet(f.VerbFirstWords)
 	for _, e := range f.VerbFirstEndings {
 		l.verbFirstEndings = append(l.verbFirstEndings, Fold(strings.TrimSpace(e)))
 	}
-	l.whenLinks = map[string]bool{}
-	for _, w := range f.WhenLinks {
-		l.whenLinks[l.fold(strings.TrimSpace(w))] = true
-	}
+	l.whenLinks = l.wordSet(f.WhenLinks)
 	l.operatorClass = map[*phrase]string{}
 	for _, class := range slices.Sorted(maps.Keys(f.Operators)) {
 		for _, src := range f.Operators[class] {
@@ -760,10 +754,7 @@ func compileLocale(f *File) *Locale {
 			l.linkingDeterminers[w] = true
 		}
 	}
-	l.weakConjunctions = map[string]bool{}
-	for _, w := range f.WeakConjunctions {
-		l.weakConjunctions[l.fold(strings.TrimSpace(w))] = true
-	}
+	l.weakConjunctions = l.wordSet(f.WeakConjunctions)
 	for _, e := range f.InfinitiveEndings {
 		l.infinitiveEndings = append(l.infinitiveEndings, Fold(strings.TrimSpace(e)))
 	}
@@ -907,3 +898,12 @@ func (s *Set) Version() string { return s.version }
 
 // Langs lists the loaded languages, sorted.
 func (s *Set) Langs() []string { return slices.Sorted(maps.Keys(s.byLang)) }
+
+// wordSet is the folded words of a locale list, as a set.
+func (l *Locale) wordSet(words []string) map[string]bool {
+	set := make(map[string]bool, len(words))
+	for _, w := range words {
+		set[l.fold(strings.TrimSpace(w))] = true
+	}
+	return set
+}

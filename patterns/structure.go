@@ -444,12 +444,8 @@ func (l *Locale) turnAlternative(t Text, q Question, ca *callArgs) (string, bool
 				return c.start <= sp.start && sp.end <= c.end && c.end-c.start > sp.end-sp.start
 			})
 		}
-		for _, sp := range l.operators.find(s.Tokens) {
-			if l.operatorClass[sp.p] == "alternative" && !inside(sp) {
-				return strings.Join(s.Tokens[sp.start:sp.end], " ") + `" in "` + unmark(s.Raw), true
-			}
-		}
-		for _, sp := range l.alternatives.find(s.Tokens) {
+		alts := slices.DeleteFunc(l.operators.find(s.Tokens), func(sp span) bool { return l.operatorClass[sp.p] != "alternative" })
+		for _, sp := range append(alts, l.alternatives.find(s.Tokens)...) {
 			if !inside(sp) {
 				return strings.Join(s.Tokens[sp.start:sp.end], " ") + `" in "` + unmark(s.Raw), true
 			}
